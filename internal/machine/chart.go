@@ -1,0 +1,135 @@
+package machine
+
+import (
+	"context"
+
+	"github.com/qmuntal/stateless"
+)
+
+// configure is the whole chart. Every state but cleanup and releasing_lock
+// (already stopping) leaves to cleanup on STOP; triggers a state does not
+// list, such as RELEASE_NOTICE outside waiting_to_acquire_lock, end in
+// onUnhandled and change nothing. Each transition closes the old state's
+// scope (its callback's context and its timer) before the new state's
+// entry actions run.
+func (m *Machine) configure(sm *stateless.StateMachine) {
+	sm.OnTransitioning(m.onTransitioning)
+	sm.OnTransitioned(m.onTransitioned)
+	sm.OnUnhandledTrigger(m.onUnhandled)
+
+	sm.Configure(Idle).
+		Permit(TryAcquireLock, AcquiringLock).
+		Permit(Stop, Cleanup)
+
+	sm.Configure(AcquiringLock).
+		OnEntry(m.acquire).
+		Permit(LockAcquired, Working).
+		Permit(AcquireFailed, WaitingToAcquireLock).
+		Permit(Stop, Cleanup)
+
+	sm.Configure(Working).
+		OnEntryFrom(LockAcquired, m.startWork). // not on LOCK_RENEWED: the work keeps running
+		OnEntry(m.armRenewTimer).
+		Permit(RenewTimer, RenewLock).
+		Permit(Stop, Cleanup)
+
+	sm.Configure(RenewLock).
+		OnEntry(m.renew).
+		Permit(LockRenewed, Working).
+		Permit(RenewFailed, PauseWork).
+		Permit(Stop, Cleanup)
+
+	sm.Configure(PauseWork).
+		OnEntry(m.stopWork).
+		Permit(WorkStopped, WaitingToAcquireLock). // done or failed
+		Permit(Stop, Cleanup)
+
+	sm.Configure(WaitingToAcquireLock).
+		OnEntry(m.armRetryTimer).
+		Permit(RetryTimer, AcquiringLock).
+		Permit(ReleaseNotice, AcquiringLock).
+		Permit(Stop, Cleanup)
+
+	sm.Configure(Cleanup).
+		OnEntry(m.stopWork).
+		Permit(WorkStopped, ReleasingLock). // done or failed
+		Ignore(Stop)
+
+	sm.Configure(ReleasingLock).
+		OnEntry(m.release).
+		Permit(LockReleased, Idle). // done or failed
+		Ignore(Stop)
+}
+
+// Entry actions. They only start things (a callback goroutine, a timer)
+// and return, so Run's goroutine never blocks inside Fire. Their names are
+// what the graph shows.
+
+func (m *Machine) acquire(context.Context, ...any) error {
+	m.log.Info("Trying to acquire lock")
+	m.invoke(m.cfg.Acquire, LockAcquired, AcquireFailed)
+	return nil
+}
+
+func (m *Machine) startWork(context.Context, ...any) error {
+	m.log.Info("Lock acquired. Starting work")
+	m.cfg.StartWork()
+	return nil
+}
+
+func (m *Machine) armRenewTimer(context.Context, ...any) error {
+	m.arm(m.cfg.RenewInterval, RenewTimer)
+	return nil
+}
+
+func (m *Machine) renew(context.Context, ...any) error {
+	m.log.Info("Renewing lock")
+	m.invoke(m.cfg.Renew, LockRenewed, RenewFailed)
+	return nil
+}
+
+func (m *Machine) stopWork(context.Context, ...any) error {
+	m.invoke(m.cfg.StopWork, WorkStopped, WorkStopped)
+	return nil
+}
+
+func (m *Machine) armRetryTimer(context.Context, ...any) error {
+	d := m.cfg.RetryDelay()
+	m.log.Debug("retry timer armed", "retry_in", d.String())
+	m.arm(d, RetryTimer)
+	return nil
+}
+
+func (m *Machine) release(context.Context, ...any) error {
+	m.log.Info("Releasing lock")
+	m.invoke(m.cfg.Release, LockReleased, LockReleased)
+	return nil
+}
+
+// onTransitioning runs between the old state's exit and the new state's
+// entry: the one place every transition passes, so it logs it (once) and
+// swaps the scope.
+func (m *Machine) onTransitioning(_ context.Context, tr stateless.Transition) {
+	attrs := []any{
+		"from", tr.Source.(State).String(),
+		"to", tr.Destination.(State).String(),
+		"trigger", tr.Trigger.(Trigger).String(),
+	}
+	if m.cause != nil {
+		attrs = append(attrs, "err", m.cause.Error())
+	}
+	m.log.Info("transition", attrs...)
+	m.closeScope()
+	m.scope = m.openScope(m.scope.gen + 1)
+}
+
+func (m *Machine) onTransitioned(_ context.Context, tr stateless.Transition) {
+	m.cfg.OnTransition(tr.Source.(State), tr.Destination.(State), tr.Trigger.(Trigger))
+}
+
+// onUnhandled keeps a stray trigger from erroring the machine (stateless
+// would return an error and leave the rest of its queue unprocessed).
+func (m *Machine) onUnhandled(_ context.Context, state stateless.State, trigger stateless.Trigger, _ []string) error {
+	m.log.Debug("trigger ignored", "state", state.(State).String(), "trigger", trigger.(Trigger).String())
+	return nil
+}

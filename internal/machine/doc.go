@@ -1,0 +1,25 @@
+// Package machine is lockworker's state chart: the xstate chart of
+// "Distributed Locks in Node.js" ported to github.com/qmuntal/stateless,
+// with the timers and concurrency rules stateless leaves to its user.
+//
+// It guarantees:
+//   - one goroutine (Run) owns the stateless machine and is its only caller
+//     of Fire; timers, callback results, Stop and release notices reach it
+//     as events;
+//   - every invoked callback (Acquire, Renew, StopWork, Release) runs in its
+//     own goroutine under a context cancelled when its state is left, and
+//     its result moves the machine only while that same state entry is
+//     current: a stale result or a late timer is dropped;
+//   - those callbacks never overlap: each starts only after the previous
+//     one returned, so Release never races a late Acquire or StopWork;
+//   - StartWork runs once per acquired lease, not on every renewal;
+//   - Stop (or cancelling Run's context) always ends in idle via cleanup
+//     and releasing_lock, whose callbacks get a context that the caller's
+//     cancellation does not reach;
+//   - Run returns only after every goroutine it started has returned.
+//
+// It does not know Redis, leases, deadlines or fencing tokens: the callbacks
+// do. Nothing here makes a late leader harmless; fencing does that. A
+// callback that ignores its context delays the machine by as long as it
+// blocks, so callbacks must bound their own work.
+package machine

@@ -1,0 +1,96 @@
+package machine
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/chart.dot from the chart")
+
+// TestGraphGolden holds the DOT picture of the chart; a change to the chart
+// shows up as a diff here (go test -update to accept it).
+func TestGraphGolden(t *testing.T) {
+	got, err := Chart("dot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "chart.dot")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("Graph(\"dot\") differs from %s (go test -update to accept):\n%s", golden, got)
+	}
+}
+
+func TestGraphMermaid(t *testing.T) {
+	got, err := Chart("mermaid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "stateDiagram-v2\n") {
+		t.Errorf("not a stateDiagram-v2:\n%s", got)
+	}
+	for _, s := range States() {
+		if !strings.Contains(got, "    "+s.String()+"\n") {
+			t.Errorf("state %v missing:\n%s", s, got)
+		}
+	}
+	for _, line := range []string{
+		"[*] --> idle",
+		"idle --> acquiring_lock : TRY_ACQUIRE_LOCK",
+		"acquiring_lock --> working : LOCK_ACQUIRED / startWork",
+		"waiting_to_acquire_lock --> acquiring_lock : RELEASE_NOTICE",
+		"releasing_lock --> idle : LOCK_RELEASED",
+		"renew_lock : entry / renew",
+	} {
+		if !strings.Contains(got, "    "+line+"\n") {
+			t.Errorf("line %q missing:\n%s", line, got)
+		}
+	}
+	// One edge per permitted transition; ignored STOPs are not edges.
+	if n := strings.Count(got, " --> ") - 1; n != 17 {
+		t.Errorf("%d transitions, want 17:\n%s", n, got)
+	}
+	if strings.Contains(got, "cleanup --> cleanup") {
+		t.Errorf("an ignored trigger was drawn as a transition:\n%s", got)
+	}
+}
+
+func TestGraphUnknownFormat(t *testing.T) {
+	if _, err := Chart("svg"); err == nil || !strings.Contains(err.Error(), `unknown graph format "svg"`) {
+		t.Errorf("Chart(svg) error = %v", err)
+	}
+}
+
+// TestGraphWhileRunning: Graph builds its own stateless machine, so it is
+// safe (and the same) while Run is firing; -race checks the first claim.
+func TestGraphWhileRunning(t *testing.T) {
+	want, err := Chart("dot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		h.start(t.Context())
+		for range 3 {
+			got, err := h.m.Graph("dot")
+			if err != nil || got != want {
+				t.Fatalf("Graph while running differs from Chart (err %v)", err)
+			}
+		}
+		h.next(h.acquire, "Acquire").reply(nil)
+		h.m.Stop()
+		h.stopThroughCleanup()
+	})
+}

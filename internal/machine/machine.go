@@ -1,0 +1,155 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/qmuntal/stateless"
+)
+
+// ErrRunTwice is returned by a second call to Run.
+var ErrRunTwice = errors.New("machine: Run called more than once")
+
+// Machine runs the chart. Build it with New, drive it with Run on one
+// goroutine, and talk to it from any goroutine with Stop, NotifyReleased
+// and State.
+type Machine struct {
+	cfg Config
+	log *slog.Logger
+	sm  *stateless.StateMachine
+
+	state   atomic.Int64  // current State, for State() from any goroutine
+	events  chan event    // timers and callback results
+	stop    chan struct{} // closed by Stop
+	once    sync.Once
+	notices chan struct{} // one pending RELEASE_NOTICE at most
+	ran     atomic.Bool
+	wg      sync.WaitGroup // callback goroutines and armed timers
+
+	// Owned by Run's goroutine (stateless calls the hooks on it, inside Fire).
+	base     context.Context // Run's ctx without its cancellation
+	scope    *scope
+	lastCall chan struct{} // closed when the last invoked callback returned
+	cause    error         // the error behind the trigger being fired
+}
+
+// New validates cfg and builds a machine in idle.
+func New(cfg Config) (*Machine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Machine{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		events:  make(chan event),
+		stop:    make(chan struct{}),
+		notices: make(chan struct{}, 1),
+	}
+	m.state.Store(int64(Idle))
+	// External storage so State() is an atomic read, never a call into
+	// stateless from another goroutine. Queued mode: Fire is only ever
+	// called by Run, and entry actions never fire.
+	m.sm = stateless.NewStateMachineWithExternalStorage(
+		func(context.Context) (stateless.State, error) { return m.State(), nil },
+		func(_ context.Context, s stateless.State) error { m.state.Store(int64(s.(State))); return nil },
+		stateless.FiringQueued,
+	)
+	m.configure(m.sm)
+	return m, nil
+}
+
+// Run is the machine's owner goroutine. It fires TRY_ACQUIRE_LOCK, then
+// turns timers, callback results, Stop and release notices into triggers
+// until the machine is back in idle after STOP, and returns nil. Cancelling
+// ctx acts as Stop; cleanup and release then run under a context that
+// keeps ctx's values but not its cancellation. Run returns only after
+// every goroutine it started has returned. It may be called once.
+func (m *Machine) Run(ctx context.Context) error {
+	if !m.ran.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	m.base = context.WithoutCancel(ctx)
+	m.scope = m.openScope(0)
+	defer func() {
+		m.closeScope()
+		m.wg.Wait()
+	}()
+
+	stop, done := m.stop, ctx.Done()
+	first := TryAcquireLock
+	select { // a stop that came first still goes through cleanup and release
+	case <-stop:
+		first, stop = Stop, nil
+	case <-done:
+		first, done = Stop, nil
+	default:
+	}
+	if err := m.fire(first, nil); err != nil {
+		return err
+	}
+	for m.State() != Idle {
+		var err error
+		select {
+		case ev := <-m.events:
+			if ev.gen != m.scope.gen {
+				m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen,
+					"state", m.State().String(), "current_gen", m.scope.gen)
+				continue
+			}
+			err = m.fire(ev.trigger, ev.err)
+		case <-stop:
+			stop = nil
+			err = m.fire(Stop, nil)
+		case <-done:
+			done = nil
+			m.log.Debug("context cancelled: stopping")
+			err = m.fire(Stop, nil)
+		case <-m.notices:
+			err = m.fire(ReleaseNotice, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fire is the only caller of stateless's Fire. Every action and hook
+// returns nil, so an error here is a bug in the chart; Run gives up rather
+// than run a machine whose queue stateless has left half processed.
+func (m *Machine) fire(t Trigger, cause error) error {
+	m.cause = cause
+	defer func() { m.cause = nil }()
+	if err := m.sm.Fire(t); err != nil {
+		return fmt.Errorf("machine: %v in %v: %w", t, m.State(), err)
+	}
+	return nil
+}
+
+// Stop asks Run to stop: STOP leads through cleanup and releasing_lock to
+// idle. Safe from any goroutine, never blocks, and idempotent; a Stop
+// before Run makes Run clean up and return without acquiring.
+func (m *Machine) Stop() {
+	m.once.Do(func() { close(m.stop) })
+}
+
+// NotifyReleased tells the machine the lock was just released elsewhere,
+// so a waiting machine tries at once instead of sleeping out its retry
+// delay. Safe from any goroutine and never blocks: a notice is dropped if
+// one is already pending, and ignored in every state but
+// waiting_to_acquire_lock.
+func (m *Machine) NotifyReleased() {
+	select {
+	case m.notices <- struct{}{}:
+	default:
+	}
+}
+
+// State returns the current state; safe from any goroutine.
+func (m *Machine) State() State {
+	return State(m.state.Load())
+}
