@@ -1,0 +1,124 @@
+package redislock
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MinTTL is the shortest lease TTL New accepts.
+const MinTTL = 10 * time.Millisecond
+
+// Config configures a Locker. Clients passed in Nodes and Epoch must be
+// built with MaxRetries: -1 and ContextTimeoutEnabled: true (see the
+// package documentation).
+type Config struct {
+	// Nodes are the independent masters, one client each. Required. One node
+	// is single-node mode (quorum 1); otherwise the count must be odd and at
+	// least 3 (Redlock, quorum N/2+1).
+	Nodes []redis.Scripter
+	// Epoch is the fencing epoch authority: the Redis whose EpochKey counter
+	// hands out tokens. It must be persistent (AOF) or tokens can go back
+	// after a restart. Default Nodes[0].
+	Epoch redis.Scripter
+	// Key is the lock key. Required.
+	Key string
+	// TTL is the lease time to live on the nodes, in whole milliseconds.
+	// Required, at least MinTTL.
+	TTL time.Duration
+	// DriftFactor bounds clock drift between this process and the nodes, as
+	// a fraction of TTL: drift = TTL*DriftFactor + 2ms, and a lease is valid
+	// for TTL - elapsed - drift. Must be in [0, 0.5); 0 means the default 0.01.
+	DriftFactor float64
+	// NodeTimeout bounds each command to each node. Default min(TTL/10, 1s);
+	// must be below TTL.
+	NodeTimeout time.Duration
+	// Now reads the clock; its monotonic reading is what deadlines use.
+	// Default time.Now.
+	Now func() time.Time
+	// NodeNames name the nodes in errors (host:port, never a password).
+	// Optional; when set, one per node. Default "node0", "node1", ...
+	NodeNames []string
+}
+
+func (cfg *Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("redislock: "+format, args...)) }
+	switch n := len(cfg.Nodes); {
+	case n == 0:
+		bad("no nodes: give one node, or an odd number of at least 3 for Redlock")
+	case n == 2:
+		bad("2 nodes survive no failure (quorum 2 of 2): use 1 node, or an odd number of at least 3")
+	case n > 1 && n%2 == 0:
+		bad("%d nodes: Redlock needs an odd number of nodes (an even number adds no fault tolerance)", n)
+	}
+	for i, n := range cfg.Nodes {
+		if isNil(n) {
+			bad("node %d is nil", i)
+		}
+	}
+	if cfg.NodeNames != nil && len(cfg.NodeNames) != len(cfg.Nodes) {
+		bad("%d node names for %d nodes", len(cfg.NodeNames), len(cfg.Nodes))
+	}
+	if cfg.Key == "" {
+		bad("key is required")
+	}
+	if cfg.TTL < MinTTL {
+		bad("TTL %s is below the minimum %s", cfg.TTL, MinTTL)
+	}
+	if math.IsNaN(cfg.DriftFactor) || cfg.DriftFactor < 0 || cfg.DriftFactor >= 0.5 {
+		bad("drift factor %v is outside [0, 0.5)", cfg.DriftFactor)
+	}
+	if cfg.NodeTimeout < 0 {
+		bad("node timeout %s is negative", cfg.NodeTimeout)
+	} else if cfg.TTL >= MinTTL && cfg.NodeTimeout >= cfg.TTL {
+		bad("node timeout %s must be below the TTL %s", cfg.NodeTimeout, cfg.TTL)
+	}
+	return errors.Join(errs...)
+}
+
+func (cfg *Config) setDefaults() {
+	if cfg.DriftFactor == 0 {
+		cfg.DriftFactor = 0.01
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = min(cfg.TTL/10, time.Second)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NodeNames == nil {
+		cfg.NodeNames = make([]string, len(cfg.Nodes))
+		for i := range cfg.Nodes {
+			cfg.NodeNames[i] = "node" + strconv.Itoa(i)
+		}
+	}
+}
+
+// isNil reports whether an interface is nil or holds a nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// same reports whether a and b are the same client, without panicking on
+// uncomparable dynamic types.
+func same(a, b redis.Scripter) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}

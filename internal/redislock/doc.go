@@ -1,0 +1,71 @@
+// Package redislock is the lock behind lockworker's leadership: a lease on
+// one Redis key, either on a single node or, with Redlock, on a majority of
+// N independent masters (N odd, at least 3), through the same code path
+// (quorum N/2+1, which is 1 for one node). Each leadership gets a fencing
+// token from one epoch authority.
+//
+// # Guarantees
+//
+//   - Mutual exclusion under the lease model: a Lease is valid until its
+//     local monotonic deadline, the start of the acquire (or last renew)
+//     attempt + TTL - drift, where drift = TTL*DriftFactor + 2ms. While
+//     clocks drift by less than that, no two leases are valid at once,
+//     provided no node loses its keys (see below).
+//   - The lock value is 130 random bits from crypto/rand, new for every
+//     attempt; it is never logged or put in an error. Renew and release
+//     are one atomic compare-and-pexpire / compare-and-delete script per
+//     node; renew never re-creates a missing key.
+//   - Fencing tokens strictly increase across leaderships, because they come
+//     from one counter (EpochKey) on one authority (Config.Epoch, default
+//     Nodes[0]), bumped once per won attempt: inside the acquire script in
+//     single-node mode, right after the quorum is won with Redlock. Per-node
+//     counters across different quorums are not monotonic and are never
+//     used. The job store must reject writes whose token is below the epoch.
+//   - Acquire is idempotent per attempt: a key that already holds this
+//     attempt's value counts as acquired with the same token, and a re-sent
+//     epoch bump returns the same token. An attempt that failed, timed out
+//     or lost its validity is released on every node that may hold its
+//     value before Acquire returns (best effort, bounded by NodeTimeout; a
+//     node that cannot be reached keeps the key until its TTL).
+//   - Every node command runs with a deadline of min(caller's deadline,
+//     now + NodeTimeout), in parallel across nodes.
+//
+// # Not guaranteed
+//
+//   - Safety when a node forgets: a node restarted without persistence
+//     comes back empty and can grant the same key to a second quorum while
+//     the first lease is still valid. Either keep restarted nodes down for
+//     longer than the TTL, or run them with AOF and appendfsync always.
+//     The epoch authority must be persistent in any case, or tokens can go
+//     back after its restart; fencing in the store is then the last line.
+//   - That the holder notices loss at once: the leader must stop work by
+//     Deadline even when Redis does not answer, and check Valid after any
+//     pause. Work must carry the token; the lock alone cannot stop a paused
+//     process's late writes.
+//   - Retries: Acquire tries once; the caller retries with jitter.
+//     Renew distinguishes a lost lease (ErrLost: the deadline passed, or too
+//     many nodes say the key is missing or someone else's) from unreachable
+//     nodes (joined NodeErrors): with 3 of 5 nodes down, Renew fails without
+//     ErrLost and without moving the deadline, and the caller retries until
+//     the deadline, after which Renew returns ErrLost without touching Redis.
+//   - Release notices (WatchReleases) are hints for a fast handover; they
+//     can be lost, so polling stays the fallback.
+//
+// # Client requirements
+//
+// Clients given as Nodes and Epoch MUST be built with MaxRetries: -1 and
+// ContextTimeoutEnabled: true. go-redis re-sends a command whose reply timed
+// out or whose connection broke (MaxRetries 0 means the default 3), which
+// can run a lock script twice and hide what the first run did, and stretch
+// a call past the TTL. Without ContextTimeoutEnabled a context deadline does
+// not bound socket reads, so a call to a frozen node can outlive the lease.
+// The scripts are idempotent anyway, but the time bound needs both options.
+//
+// # Keys
+//
+// For lock key K: K holds the lock value; K:holder is a hash {worker,
+// token} with the same TTL (who holds it, without the value); K:epoch is
+// the fencing counter and K:epoch:last the sha1 of the value that got the
+// last bump (epoch authority only); the channel K:released receives the
+// worker ID on every release.
+package redislock

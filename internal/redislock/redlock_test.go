@@ -1,0 +1,292 @@
+package redislock
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+// cluster is N independent redis-servers, with an admin client each.
+type cluster struct {
+	servers []*redistest.Server
+	admins  []*redis.Client
+}
+
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := &cluster{}
+	for range n {
+		s := redistest.Start(t, redistest.Options{})
+		c.servers = append(c.servers, s)
+		c.admins = append(c.admins, admin(t, s))
+	}
+	return c
+}
+
+func (c *cluster) clients(t *testing.T) []*redis.Client {
+	var out []*redis.Client
+	for _, s := range c.servers {
+		out = append(out, s.Client())
+	}
+	return out
+}
+
+// value is K's value on node i ("" when missing).
+func (c *cluster) value(t *testing.T, i int) string {
+	t.Helper()
+	v, err := c.admins[i].Get(t.Context(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("node %d: %v", i, err)
+	}
+	return v
+}
+
+// Every combination of 5 nodes being free or not, where a node that is not
+// free is held by someone else or down:
+// the lock is granted exactly when at least 3 are free, and a failed
+// attempt leaves no key behind on any node.
+func TestRedlockQuorumCombinations(t *testing.T) {
+	c := startCluster(t, 5)
+	// The epoch authority is a separate, persistent server: the lock nodes
+	// are killed and restarted empty here, and an epoch on one of them
+	// would start over.
+	authority := redistest.Start(t, redistest.Options{AppendOnly: true})
+	l := newLocker(t, c.clients(t), func(cfg *Config) {
+		cfg.NodeTimeout = 50 * time.Millisecond // a down node costs this much per call
+		cfg.Epoch = authority.Client()
+	})
+	ctx := t.Context()
+	var lastToken int64
+	// Each mask says which nodes are not free. In the first round they are
+	// all held by another holder; in the second, alternately held and down.
+	for round := range 64 {
+		mask := round % 32
+		var free, occupied, down []int
+		for i := range 5 {
+			switch {
+			case mask&(1<<i) == 0:
+				free = append(free, i)
+			case round < 32 || (i+mask)%2 == 0:
+				occupied = append(occupied, i)
+			default:
+				down = append(down, i)
+			}
+		}
+		t.Run(fmt.Sprintf("free%v_held%v_down%v", free, occupied, down), func(t *testing.T) {
+			for _, i := range occupied {
+				c.admins[i].Set(ctx, key, "foreign", 10*time.Second)
+			}
+			for _, i := range down {
+				c.servers[i].Kill()
+			}
+			t.Cleanup(func() {
+				for _, i := range down {
+					c.servers[i].Restart()
+				}
+				for _, a := range c.admins {
+					a.Del(ctx, key, HolderKey(key))
+				}
+			})
+			lease, err := l.Acquire(ctx, "me")
+			if len(free) >= 3 {
+				if err != nil {
+					t.Fatalf("acquire with %d free nodes: %v", len(free), err)
+				}
+				if lease.Token() <= lastToken {
+					t.Fatalf("token %d after %d", lease.Token(), lastToken)
+				}
+				lastToken = lease.Token()
+				for _, i := range free {
+					if c.value(t, i) != lease.value {
+						t.Fatalf("free node %d does not hold the lease", i)
+					}
+				}
+				if err := l.Release(ctx, lease); err == nil && len(down) > 0 {
+					t.Fatal("release reported no error with nodes down")
+				}
+			} else {
+				if err == nil {
+					t.Fatalf("acquired with only %d free nodes", len(free))
+				}
+				var held *HeldError
+				switch {
+				case len(occupied) >= 3:
+					if !errors.As(err, &held) || held.TTL <= 0 || held.TTL > 10*time.Second {
+						t.Fatalf("%d nodes held by another: %v, want a HeldError with its TTL", len(occupied), err)
+					}
+				default:
+					var ne *NodeError
+					if errors.Is(err, ErrNotAcquired) || !errors.As(err, &ne) {
+						t.Fatalf("%d nodes down: %v, want node errors, not ErrNotAcquired", len(down), err)
+					}
+				}
+			}
+			for _, i := range free {
+				if v := c.value(t, i); v != "" {
+					t.Fatalf("free node %d left holding a key", i)
+				}
+			}
+			for _, i := range occupied {
+				if v := c.value(t, i); v != "foreign" {
+					t.Fatalf("node %d held by another now holds %q", i, v)
+				}
+			}
+		})
+	}
+}
+
+// With 5 nodes a leader survives losing 2; losing a third makes renew fail
+// (node errors: unreachable is not proof of loss) without moving the
+// deadline, and once the deadline passes renew says ErrLost.
+func TestRedlockRenewAcrossNodeLoss(t *testing.T) {
+	c := startCluster(t, 5)
+	var clk clock
+	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.TTL = 5 * time.Second; cfg.Now = clk.Now })
+	ctx := t.Context()
+	lease, err := l.Acquire(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.servers[0].Kill()
+	c.servers[1].Kill()
+	clk.Advance(time.Second)
+	before := lease.Deadline()
+	if err := l.Renew(ctx, lease); err != nil {
+		t.Fatalf("renew with 3 of 5 nodes: %v", err)
+	}
+	if !lease.Deadline().After(before) {
+		t.Fatal("renew did not move the deadline")
+	}
+	c.servers[2].Kill()
+	clk.Advance(time.Second)
+	before = lease.Deadline()
+	err = l.Renew(ctx, lease)
+	var ne *NodeError
+	if err == nil || errors.Is(err, ErrLost) || !errors.As(err, &ne) {
+		t.Fatalf("renew with 2 of 5 nodes: %v, want node errors and not ErrLost", err)
+	}
+	if !lease.Deadline().Equal(before) {
+		t.Fatal("a failed renew moved the deadline")
+	}
+	clk.Advance(5 * time.Second)
+	if err := l.Renew(ctx, lease); !errors.Is(err, ErrLost) {
+		t.Fatalf("renew past the deadline: %v, want ErrLost", err)
+	}
+}
+
+// Renew with a majority of nodes saying "not mine" is ErrLost, even though
+// a minority still holds the key.
+func TestRedlockRenewLostOnMajority(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	lease, err := l.Acquire(ctx, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.admins[0].Del(ctx, key)
+	if err := l.Renew(ctx, lease); err != nil {
+		t.Fatalf("renew with 2 of 3 still ours: %v", err)
+	}
+	c.admins[1].Set(ctx, key, "foreign", 10*time.Second)
+	if err := l.Renew(ctx, lease); !errors.Is(err, ErrLost) {
+		t.Fatalf("renew with 2 of 3 not ours: %v, want ErrLost", err)
+	}
+	if c.value(t, 0) != "" || c.value(t, 1) != "foreign" {
+		t.Fatal("renew re-created or overwrote a key")
+	}
+}
+
+// Two nodes frozen: their per-node timeouts push the attempt past
+// TTL - drift, so the quorum of the three others does not count. The
+// attempt is released everywhere: at once on the live nodes, and on the
+// frozen ones as soon as they are thawed (each publishes the release).
+func TestRedlockSlowNodesOutlastValidity(t *testing.T) {
+	c := startCluster(t, 5)
+	var nodes []*redis.Client
+	var notices []<-chan *redis.Message
+	for i, s := range c.servers {
+		nodes = append(nodes, warmClient(t, s.Addr()))
+		loadScripts(t, c.admins[i])
+		notices = append(notices, subscribe(t, c.admins[i], key))
+	}
+	// validity = 2s - (0.45*2s + 2ms) = 1.098s < NodeTimeout 1.5s
+	l := newLocker(t, nodes, func(cfg *Config) {
+		cfg.TTL = 2 * time.Second
+		cfg.DriftFactor = 0.45
+		cfg.NodeTimeout = 1500 * time.Millisecond
+	})
+	c.servers[3].Freeze()
+	c.servers[4].Freeze()
+	_, err := l.Acquire(t.Context(), "me")
+	c.servers[3].Thaw()
+	c.servers[4].Thaw()
+	if err == nil || errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("acquire past the validity: %v, want a validity error", err)
+	}
+	for i := range 5 {
+		// The frozen nodes run the acquire and then the release once thawed,
+		// well before the key could expire (2s).
+		if m := receive(t, notices[i], time.Second); m.Payload != "me" {
+			t.Fatalf("node %d: release notice %q", i, m.Payload)
+		}
+		if v := c.value(t, i); v != "" {
+			t.Fatalf("node %d left holding a key", i)
+		}
+	}
+}
+
+// Tokens come from one epoch authority, so they increase across
+// leaderships won on different quorums ({0,1,2}, then {2,3,4}).
+func TestRedlockTokensAcrossQuorums(t *testing.T) {
+	c := startCluster(t, 5)
+	authority := redistest.Start(t, redistest.Options{AppendOnly: true})
+	ea := admin(t, authority)
+	ea.Set(t.Context(), EpochKey(key), 41, 0) // history from earlier leaderships
+	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.Epoch = authority.Client() })
+	ctx := t.Context()
+
+	c.admins[3].Set(ctx, key, "foreign", 10*time.Second)
+	c.admins[4].Set(ctx, key, "foreign", 10*time.Second)
+	a, err := l.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.Holder(ctx)
+	if err != nil || !h.Held || h.WorkerID != "a" || h.Token != a.Token() || h.Epoch != a.Token() || h.TTL <= 0 {
+		t.Fatalf("holder %+v, %v (lease token %d)", h, err, a.Token())
+	}
+	for i := range 3 {
+		if tok, _ := c.admins[i].HGet(ctx, HolderKey(key), "token").Int64(); tok != a.Token() {
+			t.Fatalf("node %d records token %d, want %d", i, tok, a.Token())
+		}
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	c.admins[3].Del(ctx, key)
+	c.admins[4].Del(ctx, key)
+	c.admins[0].Set(ctx, key, "foreign", 10*time.Second)
+	c.admins[1].Set(ctx, key, "foreign", 10*time.Second)
+	b, err := l.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Token() != 42 || b.Token() != 43 {
+		t.Fatalf("tokens %d then %d, want 42 then 43", a.Token(), b.Token())
+	}
+	for i := range 5 {
+		if c.admins[i].Exists(ctx, EpochKey(key)).Val() != 0 {
+			t.Fatalf("node %d has an epoch counter: only the authority may", i)
+		}
+	}
+}

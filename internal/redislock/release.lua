@@ -1,0 +1,15 @@
+-- release.lua: compare-and-delete, and tell waiters.
+--
+-- KEYS[1] lock key K
+-- KEYS[2] holder key K:holder
+-- ARGV[1] lock value
+-- ARGV[2] release channel K:released
+-- ARGV[3] worker ID, published on ARGV[2]
+--
+-- Returns 1 when it deleted (and published), 0 when K did not hold ARGV[1].
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1

@@ -1,0 +1,8 @@
+// Package redistest starts real redis-server processes on free loopback
+// ports for tests, and stops them when the test ends.
+//
+// It never touches port 6379 and never relies on a Redis someone left
+// running. A server can be stopped (SIGSTOP), resumed, killed and restarted
+// on the same port, which is how the lock and fault tests inject failures.
+// It does not install redis-server: `make test` does that.
+package redistest
