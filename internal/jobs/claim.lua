@@ -1,0 +1,41 @@
+-- claim.lua: hand the leader the next job after the committed position and
+-- count one more delivery of it. Fenced: a stale token changes nothing.
+--
+-- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
+-- KEYS[2] committed position: stream ID of the last finished entry
+-- KEYS[3] job stream
+-- KEYS[4] attempts hash: job ID -> deliveries so far
+-- ARGV[1] fencing token
+--
+-- Returns {"stale", epoch}
+--       | {"empty", position}
+--       | {"job", streamID, attempt, field1, value1, field2, value2, ...}
+local raw = redis.call('GET', KEYS[1])
+local epoch = 0
+if raw then
+  epoch = tonumber(raw)
+  if not epoch then
+    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
+  end
+end
+if tonumber(ARGV[1]) < epoch then
+  return {'stale', raw}
+end
+
+local pos = redis.call('GET', KEYS[2])
+local start = '-'
+if pos then start = '(' .. pos end
+local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
+if #e == 0 then
+  return {'empty', pos or '0-0'}
+end
+
+local sid, fields = e[1][1], e[1][2]
+local id = sid -- an entry added by hand without an id is known by its stream ID
+for i = 1, #fields, 2 do
+  if fields[i] == 'id' then id = fields[i + 1] end
+end
+local attempt = redis.call('HINCRBY', KEYS[4], id, 1)
+local out = {'job', sid, tostring(attempt)}
+for i = 1, #fields do out[#out + 1] = fields[i] end
+return out

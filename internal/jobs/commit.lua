@@ -1,0 +1,52 @@
+-- commit.lua: the fenced completion of the job at the head of the queue.
+-- Rejected, changing nothing, when the token is older than the epoch.
+-- Otherwise: advances the committed position to the entry, removes it from
+-- the stream, forgets its attempt count, bumps the committed counter and
+-- records it as the last committed job.
+--
+-- KEYS[1] epoch key
+-- KEYS[2] committed position
+-- KEYS[3] job stream
+-- KEYS[4] attempts hash
+-- KEYS[5] counters hash (field "committed")
+-- KEYS[6] last-commit hash (id, stream_id, token, attempts, committed_at)
+-- ARGV[1] fencing token
+-- ARGV[2] stream ID of the entry
+-- ARGV[3] job ID
+-- ARGV[4] attempt that succeeded
+-- ARGV[5] commit time, unix milliseconds
+--
+-- Returns {"stale", epoch}
+--       | {"done"}            the position is already this entry (a resent commit)
+--       | {"order", position} the entry is not the next one after the position
+--       | {"ok"}
+local raw = redis.call('GET', KEYS[1])
+local epoch = 0
+if raw then
+  epoch = tonumber(raw)
+  if not epoch then
+    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
+  end
+end
+if tonumber(ARGV[1]) < epoch then
+  return {'stale', raw}
+end
+
+local pos = redis.call('GET', KEYS[2])
+if pos == ARGV[2] then
+  return {'done'}
+end
+local start = '-'
+if pos then start = '(' .. pos end
+local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
+if #e == 0 or e[1][1] ~= ARGV[2] then
+  return {'order', pos or '0-0'}
+end
+
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('XDEL', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[3])
+redis.call('HINCRBY', KEYS[5], 'committed', 1)
+redis.call('HSET', KEYS[6], 'id', ARGV[3], 'stream_id', ARGV[2], 'token', ARGV[1],
+  'attempts', ARGV[4], 'committed_at', ARGV[5])
+return {'ok'}

@@ -1,0 +1,60 @@
+-- deadletter.lua: the fenced move of the job at the head of the queue to
+-- the dead letters. Rejected, changing nothing, when the token is older than
+-- the epoch. Otherwise: advances the committed position past the entry,
+-- removes it from the stream, forgets its attempt count, bumps the
+-- dead-letter counter and stores the job with its error.
+--
+-- KEYS[1] epoch key
+-- KEYS[2] committed position
+-- KEYS[3] job stream
+-- KEYS[4] attempts hash
+-- KEYS[5] counters hash (field "dead_lettered")
+-- KEYS[6] dead-letter index: sorted set of job IDs scored by failure time
+-- KEYS[7] dead-letter record hash of this job
+-- ARGV[1] fencing token
+-- ARGV[2] stream ID of the entry
+-- ARGV[3] job ID
+-- ARGV[4] attempts made
+-- ARGV[5] failure time, unix milliseconds
+-- ARGV[6] error text
+--
+-- Returns {"stale", epoch} | {"done"} | {"order", position} | {"ok"},
+-- as commit.lua.
+local raw = redis.call('GET', KEYS[1])
+local epoch = 0
+if raw then
+  epoch = tonumber(raw)
+  if not epoch then
+    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
+  end
+end
+if tonumber(ARGV[1]) < epoch then
+  return {'stale', raw}
+end
+
+local pos = redis.call('GET', KEYS[2])
+if pos == ARGV[2] then
+  return {'done'}
+end
+local start = '-'
+if pos then start = '(' .. pos end
+local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
+if #e == 0 or e[1][1] ~= ARGV[2] then
+  return {'order', pos or '0-0'}
+end
+
+local fields = e[1][2]
+local record = {'id', ARGV[3], 'payload', '', 'enqueued_at', '0'}
+for i = 1, #fields, 2 do
+  if fields[i] == 'payload' then record[4] = fields[i + 1] end
+  if fields[i] == 'enqueued_at' then record[6] = fields[i + 1] end
+end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('XDEL', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[3])
+redis.call('HINCRBY', KEYS[5], 'dead_lettered', 1)
+redis.call('ZADD', KEYS[6], ARGV[5], ARGV[3])
+redis.call('DEL', KEYS[7])
+redis.call('HSET', KEYS[7], record[1], record[2], record[3], record[4], record[5], record[6],
+  'stream_id', ARGV[2], 'token', ARGV[1], 'attempts', ARGV[4], 'failed_at', ARGV[5], 'error', ARGV[6])
+return {'ok'}

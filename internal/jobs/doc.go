@@ -1,0 +1,65 @@
+// Package jobs is the serial job queue in Redis: anyone enqueues, only the
+// leader processes, one job at a time, in enqueue order, and every outcome
+// is a fenced commit.
+//
+// # Layout
+//
+// With Prefix P (default "lockworker:jobs") and the lock's EpochKey E:
+//
+//	P:stream        stream of pending jobs (XADD *, so IDs grow monotonically);
+//	                fields id (ULID), payload (raw bytes), enqueued_at (unix ms)
+//	P:position      stream ID of the last finished (committed or dead-lettered) entry
+//	P:attempts      hash job ID -> deliveries so far (fenced; survives leader changes)
+//	P:counters      hash committed, dead_lettered (totals)
+//	P:last          hash describing the last committed job: id, stream_id, token,
+//	                attempts, committed_at
+//	P:dead          sorted set of dead job IDs, scored by failure time (ms)
+//	P:dead:<id>     hash: id, payload, enqueued_at, stream_id, error, attempts,
+//	                failed_at, token
+//	E               the lock's epoch counter, INCRed on each new leadership;
+//	                read here, never written
+//
+// The leader claims the first entry after P:position (claim.lua, which also
+// counts the delivery), runs the handler, and records the outcome with
+// commit.lua or deadletter.lua. Those scripts compare the token with E first
+// and change nothing when the token is lower; otherwise they advance
+// P:position to the entry, delete it from the stream (so XLEN is the number
+// of pending jobs) and update the counters, all in one atomic step. They
+// also refuse an entry that is not the next one after P:position, and treat
+// a resent commit of the entry at P:position as done.
+//
+// # Guaranteed
+//
+//   - Order: jobs are handed to the handler one at a time, in stream order,
+//     which is enqueue order as Redis saw it; job n+1 starts only after job n
+//     was committed or dead-lettered.
+//   - At-least-once: a job is finished only by a commit. A job in flight
+//     when its leader dies, is stopped, or loses its lease is delivered
+//     again (with a higher Job.Attempt) by the next leader, which resumes
+//     right after the last committed job.
+//   - Fencing: a leader whose token is below the epoch cannot claim, commit
+//     or dead-letter anything, and its attempt leaves no trace; Process then
+//     returns an error wrapping ErrStaleToken. Process also checks
+//     Lease.Valid before each job and before recording it, and runs each job
+//     under a context cancelled once the lease's deadline passes (re-read
+//     when it comes, so a renewed lease keeps a long job running).
+//   - Bounded retries: a failing job is retried with jittered exponential
+//     backoff, then dead-lettered after MaxAttempts deliveries. Deliveries
+//     are counted in Redis, so a job that keeps killing or outliving its
+//     leaders is dead-lettered too instead of looping forever.
+//
+// # Not guaranteed
+//
+//   - Exactly-once side effects outside Redis. A handler can run twice for
+//     one job (and, for a moment, a stale leader's handler can still be
+//     running when the next leader starts it). Handlers make their effects
+//     idempotent by Job.ID, or pass the fencing token to a store that
+//     rejects tokens below the highest it has seen.
+//   - Durability beyond Redis's own: the queue is as durable as the Redis
+//     that holds it. Without AOF (appendfsync always) a Redis restart can
+//     lose jobs, commits and the epoch itself; see the README.
+//   - Timeliness for an idle leader: it looks for new jobs every
+//     PollInterval. A busy leader takes the next job at once.
+//   - An exact attempt count: a claim retried after a Redis error may count
+//     a delivery twice.
+package jobs

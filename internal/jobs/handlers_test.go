@@ -1,0 +1,131 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLogHandler(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	h := NewLogHandler(LogConfig{Duration: 10 * time.Millisecond, Logger: log})
+	if err := h.Handle(t.Context(), Job{ID: "J1", Attempt: 1}, 7); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, `msg="Doing some heavy work..."`) ||
+		!strings.Contains(out, "jobId=J1") || !strings.Contains(out, "token=7") {
+		t.Fatalf("log:\n%s", out)
+	}
+	if NewLogHandler(LogConfig{}).d != time.Second {
+		t.Fatal("default duration is not 1s")
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	start := time.Now()
+	err := NewLogHandler(LogConfig{Duration: time.Hour}).Handle(ctx, Job{ID: "J2"}, 1)
+	if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Fatalf("cancelled Handle: %v after %s", err, time.Since(start))
+	}
+}
+
+func TestExecHandler(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("stdin and env", func(t *testing.T) {
+		out, envFile := filepath.Join(dir, "out"), filepath.Join(dir, "env")
+		t.Setenv("OUT", out)
+		t.Setenv("ENVFILE", envFile)
+		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `cat > "$OUT"; env > "$ENVFILE"`}, WorkerID: "w-1"})
+		if err := h.Handle(t.Context(), Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 2}, 42); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(out); string(got) != "hello\x00world" {
+			t.Fatalf("stdin = %q", got)
+		}
+		env, _ := os.ReadFile(envFile)
+		for _, want := range []string{"LOCKWORKER_JOB_ID=01JOB", "LOCKWORKER_FENCING_TOKEN=42",
+			"LOCKWORKER_WORKER_ID=w-1", "LOCKWORKER_JOB_ATTEMPT=2", "OUT=" + out} {
+			if !strings.Contains(string(env), want+"\n") {
+				t.Errorf("child env lacks %s", want)
+			}
+		}
+	})
+	t.Run("non-zero exit", func(t *testing.T) {
+		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `echo "first line" >&2; echo "it broke" >&2; exit 3`}})
+		err := h.Handle(t.Context(), Job{ID: "J"}, 1)
+		if err == nil || !strings.Contains(err.Error(), "code 3") || !strings.Contains(err.Error(), "it broke") {
+			t.Fatalf("err = %v, want exit code 3 and the stderr tail", err)
+		}
+	})
+	t.Run("no command", func(t *testing.T) {
+		if err := NewExecHandler(ExecConfig{}).Handle(t.Context(), Job{}, 1); err == nil {
+			t.Fatal("no error without a command")
+		}
+	})
+	t.Run("cancel sends SIGTERM", func(t *testing.T) {
+		started := filepath.Join(dir, "started1")
+		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started}, Grace: 10 * time.Second})
+		elapsed, err := runAndCancel(t, h, started)
+		if err == nil || elapsed > 5*time.Second {
+			t.Fatalf("child ran %s after cancel (err %v), want it stopped by SIGTERM at once", elapsed, err)
+		}
+	})
+	t.Run("SIGKILL after Grace", func(t *testing.T) {
+		started, pidFile := filepath.Join(dir, "started2"), filepath.Join(dir, "pid")
+		const grace = 300 * time.Millisecond
+		// Ignores SIGTERM, and so does its own child, which holds stderr open.
+		script := `trap "" TERM; sleep 30 & echo $! > "$2"; touch "$1"; wait`
+		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", script, "sh", started, pidFile}, Grace: grace})
+		elapsed, err := runAndCancel(t, h, started)
+		if err == nil || elapsed < grace || elapsed > 5*time.Second {
+			t.Fatalf("child ran %s after cancel (err %v), want killed after grace %s", elapsed, err, grace)
+		}
+		raw, _ := os.ReadFile(pidFile)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if perr != nil {
+			t.Fatalf("pid file: %q", raw)
+		}
+		waitFor(t, 5*time.Second, "the grandchild to die", func() bool { return !alive(pid) })
+	})
+}
+
+// runAndCancel runs h until the child has touched started, cancels, and
+// returns how long Handle took to return after the cancel.
+func runAndCancel(t *testing.T, h Handler, started string) (time.Duration, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- h.Handle(ctx, Job{ID: "J"}, 1) }()
+	waitFor(t, 10*time.Second, "the child to start", func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	cancel()
+	at := time.Now()
+	select {
+	case err := <-errc:
+		return time.Since(at), err
+	case <-time.After(20 * time.Second):
+		t.Fatal("Handle did not return after cancel")
+		return 0, nil
+	}
+}
+
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}

@@ -1,0 +1,239 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+const testEpochKey = "lockworker:leader:epoch"
+
+// fakeLease is a lease the test controls: valid until its deadline or until
+// revoked.
+type fakeLease struct {
+	token    int64
+	mu       sync.Mutex
+	deadline time.Time
+	revoked  atomic.Bool
+}
+
+func newLease(token int64, ttl time.Duration) *fakeLease {
+	return &fakeLease{token: token, deadline: time.Now().Add(ttl)}
+}
+
+func (l *fakeLease) Token() int64 { return l.token }
+func (l *fakeLease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+func (l *fakeLease) Valid() bool { return !l.revoked.Load() && time.Now().Before(l.Deadline()) }
+func (l *fakeLease) extend(d time.Duration) {
+	l.mu.Lock()
+	l.deadline = time.Now().Add(d)
+	l.mu.Unlock()
+}
+
+var _ Lease = (*fakeLease)(nil)
+
+// becomeLeader simulates a lock acquisition: INCR the epoch, the new value
+// is the token.
+func becomeLeader(t testing.TB, c redis.Cmdable) int64 {
+	t.Helper()
+	tok, err := c.Incr(context.Background(), testEpochKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// fencedStore is the handlers' external store: it accepts an effect only
+// with a token at least the highest it has seen (a Lua check, like a real
+// fenced store) and keeps every accepted effect in order.
+type fencedStore struct {
+	c redis.Cmdable
+}
+
+var fencedWrite = redis.NewScript(`
+local high = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tonumber(ARGV[1]) < high then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2] .. ' ' .. ARGV[1])
+return 1`)
+
+func (s fencedStore) write(ctx context.Context, id string, token int64) error {
+	ok, err := fencedWrite.Run(ctx, s.c, []string{"test:store:high", "test:store:effects"}, token, id).Int()
+	if err != nil {
+		return err
+	}
+	if ok == 0 {
+		return fmt.Errorf("store: %w", ErrStaleToken)
+	}
+	return nil
+}
+
+type effect struct {
+	id    string
+	token int64
+}
+
+func (s fencedStore) effects(t testing.TB) []effect {
+	t.Helper()
+	raw, err := s.c.LRange(context.Background(), "test:store:effects", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]effect, len(raw))
+	for i, r := range raw {
+		id, tok, _ := strings.Cut(r, " ")
+		out[i].id = id
+		out[i].token, _ = strconv.ParseInt(tok, 10, 64)
+	}
+	return out
+}
+
+// env is one redis-server with a queue on it.
+type env struct {
+	srv   *redistest.Server
+	c     *redis.Client
+	store fencedStore
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	return &env{srv: s, c: c, store: fencedStore{c}}
+}
+
+// queue builds a Queue with fast test timings; mod adjusts the config.
+func (e *env) queue(t testing.TB, h Handler, mod func(*Config)) *Queue {
+	t.Helper()
+	cfg := Config{
+		Client:       e.c,
+		EpochKey:     testEpochKey,
+		Handler:      h,
+		MaxAttempts:  3,
+		BackoffBase:  time.Millisecond,
+		BackoffMax:   5 * time.Millisecond,
+		PollInterval: 10 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	q, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func (e *env) enqueue(t testing.TB, q *Queue, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		id, err := q.Enqueue(context.Background(), []byte("job "+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// process runs q.Process in the background; the returned func cancels it
+// and returns its error. Cleanup makes sure it has returned.
+func process(t testing.TB, q *Queue, lease Lease) (stop func() error, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- q.Process(ctx, lease) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-ch:
+			case <-time.After(10 * time.Second):
+				err = errors.New("Process did not return within 10s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop, ch
+}
+
+// waitFor polls cond until it holds or the bound passes.
+func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", bound, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func stats(t testing.TB, q *Queue) Stats {
+	t.Helper()
+	s, err := q.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func waitCommitted(t testing.TB, q *Queue, n int64) {
+	t.Helper()
+	waitFor(t, 20*time.Second, fmt.Sprintf("%d commits", n), func() bool { return stats(t, q).Committed >= n })
+}
+
+// snapshot DUMPs every key of the queue, to show that a write changed
+// nothing.
+func snapshot(t testing.TB, c *redis.Client, prefix string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		d, err := c.Dump(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = d
+	}
+	return out
+}
+
+// signal is a one-shot event a handler reports to the test.
+type signal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newSignal() *signal { return &signal{ch: make(chan struct{})} }
+func (s *signal) fire()  { s.once.Do(func() { close(s.ch) }) }
+func (s *signal) wait(t testing.TB, what string) {
+	t.Helper()
+	select {
+	case <-s.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

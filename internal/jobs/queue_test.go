@@ -1,0 +1,585 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func noop(context.Context, Job, int64) error { return nil }
+
+func TestNewValidates(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = c.Close() })
+	ok := func() Config { return Config{Client: c, EpochKey: "k:epoch", Handler: HandlerFunc(noop)} }
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"no client", func(c *Config) { c.Client = nil }, "Client is required"},
+		{"no handler", func(c *Config) { c.Handler = nil }, "Handler is required"},
+		{"no epoch key", func(c *Config) { c.EpochKey = " " }, "EpochKey is required"},
+		{"epoch key under prefix", func(c *Config) { c.Prefix = "k"; c.EpochKey = "k:epoch" }, "must not lie under Prefix"},
+		{"negative attempts", func(c *Config) { c.MaxAttempts = -1 }, "MaxAttempts must be at least 1"},
+		{"negative backoff", func(c *Config) { c.BackoffBase = -time.Second }, "BackoffBase must not be negative"},
+		{"negative poll", func(c *Config) { c.PollInterval = -1 }, "PollInterval must not be negative"},
+		{"max below base", func(c *Config) { c.BackoffBase, c.BackoffMax = time.Second, time.Millisecond }, "BackoffMax (1ms) must not be below BackoffBase (1s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok()
+			tc.mod(&cfg)
+			_, err := New(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "jobs: ") {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	q, err := New(ok())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.cfg.Prefix != "lockworker:jobs" || q.cfg.MaxAttempts != 5 || q.cfg.BackoffBase != 100*time.Millisecond ||
+		q.cfg.BackoffMax != 5*time.Second || q.cfg.PollInterval != 500*time.Millisecond || q.cfg.Logger == nil || q.cfg.Now == nil {
+		t.Fatalf("defaults not applied: %+v", q.cfg)
+	}
+}
+
+func TestEnqueueAndStats(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(noop), nil)
+	if s := stats(t, q); s != (Stats{}) {
+		t.Fatalf("empty queue stats = %+v", s)
+	}
+	ids := e.enqueue(t, q, 3)
+	if !slices.IsSorted(ids) || len(ids[0]) != 26 {
+		t.Fatalf("ids not ULIDs in order: %v", ids)
+	}
+	becomeLeader(t, e.c)
+	becomeLeader(t, e.c)
+	if s := stats(t, q); s.Pending != 3 || s.Epoch != 2 || s.Committed != 0 {
+		t.Fatalf("stats = %+v, want 3 pending at epoch 2", s)
+	}
+}
+
+// The core promise: every job, in enqueue order, exactly once, with the
+// payload as enqueued.
+func TestProcessInOrder(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	payloads := map[string]string{}
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		mu.Lock()
+		payloads[j.ID] = string(j.Payload)
+		mu.Unlock()
+		if j.Attempt != 1 {
+			t.Errorf("job %s attempt %d, want 1", j.ID, j.Attempt)
+		}
+		return e.store.write(ctx, j.ID, token)
+	}), nil)
+	ids := e.enqueue(t, q, 50)
+	token := becomeLeader(t, e.c)
+	stop, _ := process(t, q, newLease(token, time.Minute))
+	waitCommitted(t, q, 50)
+	more := e.enqueue(t, q, 5) // an idle leader picks up new work
+	waitCommitted(t, q, 55)
+	if err := stop(); err != nil {
+		t.Fatalf("Process after cancel: %v, want nil", err)
+	}
+	ids = append(ids, more...)
+	var got []string
+	for _, ef := range e.store.effects(t) {
+		got = append(got, ef.id)
+		if ef.token != token {
+			t.Fatalf("effect %s with token %d, want %d", ef.id, ef.token, token)
+		}
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("effects\n%v\nwant\n%v", got, ids)
+	}
+	if payloads[ids[7]] != "job 7" {
+		t.Fatalf("payload of job 7 = %q", payloads[ids[7]])
+	}
+	s := stats(t, q)
+	if s.Pending != 0 || s.Committed != 55 || s.LastCommittedID != ids[len(ids)-1] || s.DeadLettered != 0 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+// Leader 1 dies mid-job; leader 2 resumes right after the last committed
+// job. Only the in-flight job's effect repeats, and every job is committed
+// exactly once, in order.
+func TestLeaderChangeResumes(t *testing.T) {
+	e := newEnv(t)
+	ids := []string(nil)
+	inFlight := newSignal()
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		if err := e.store.write(ctx, j.ID, token); err != nil {
+			return err
+		}
+		if j.ID == ids[7] && j.Attempt == 1 {
+			inFlight.fire()
+			<-ctx.Done() // leader 1 is lost while it works on job 7
+			return context.Cause(ctx)
+		}
+		return nil
+	}), nil)
+	ids = e.enqueue(t, q, 20)
+
+	t1 := becomeLeader(t, e.c)
+	stop1, _ := process(t, q, newLease(t1, time.Minute))
+	inFlight.wait(t, "leader 1 to start job 7")
+	if err := stop1(); err != nil {
+		t.Fatalf("leader 1 Process: %v, want nil on cancel", err)
+	}
+	if s := stats(t, q); s.Committed != 7 || s.LastCommittedID != ids[6] {
+		t.Fatalf("after leader 1: %+v, want 7 committed up to %s", s, ids[6])
+	}
+
+	t2 := becomeLeader(t, e.c)
+	var job7Attempt int
+	q2 := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		if j.ID == ids[7] {
+			job7Attempt = j.Attempt
+		}
+		return e.store.write(ctx, j.ID, token)
+	}), nil)
+	stop2, _ := process(t, q2, newLease(t2, time.Minute))
+	waitCommitted(t, q, 20)
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+
+	want := append(slices.Clone(ids[:8]), ids[7:]...) // job 7 twice: once per leader
+	var got []string
+	for i, ef := range e.store.effects(t) {
+		got = append(got, ef.id)
+		wantTok := t1
+		if i >= 8 {
+			wantTok = t2
+		}
+		if ef.token != wantTok {
+			t.Errorf("effect %d (%s) token %d, want %d", i, ef.id, ef.token, wantTok)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("effects\n%v\nwant\n%v", got, want)
+	}
+	if job7Attempt != 2 {
+		t.Fatalf("job 7 under leader 2 had Attempt %d, want 2 (the count survives the leader change)", job7Attempt)
+	}
+	if s := stats(t, q); s.Committed != 20 || s.Pending != 0 || s.LastCommittedID != ids[19] {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A commit, claim or dead-letter with a token older than the epoch is
+// rejected with ErrStaleToken and changes nothing at all.
+func TestStaleTokenLeavesNoTrace(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(noop), nil)
+	ctx := t.Context()
+	e.enqueue(t, q, 3)
+	old := becomeLeader(t, e.c)
+	first, err := q.claim(ctx, old)
+	if err != nil || first == nil {
+		t.Fatalf("claim: %v, %v", first, err)
+	}
+	if err := q.commit(ctx, old, first); err != nil {
+		t.Fatal(err)
+	}
+	second, err := q.claim(ctx, old)
+	if err != nil || second == nil {
+		t.Fatalf("claim: %v, %v", second, err)
+	}
+	newer := becomeLeader(t, e.c)
+
+	before := snapshot(t, e.c, q.cfg.Prefix)
+	statsBefore := stats(t, q)
+	for name, call := range map[string]func() error{
+		"commit":      func() error { return q.commit(ctx, old, second) },
+		"dead-letter": func() error { return q.deadLetter(ctx, old, second, 3, "boom") },
+		"claim":       func() error { _, err := q.claim(ctx, old); return err },
+	} {
+		err := call()
+		var se *StaleError
+		if !errors.Is(err, ErrStaleToken) || !errors.As(err, &se) || se.Token != old || se.Epoch != newer {
+			t.Fatalf("%s with token %d at epoch %d: %v, want ErrStaleToken", name, old, newer, err)
+		}
+	}
+	if after := snapshot(t, e.c, q.cfg.Prefix); !maps.Equal(before, after) {
+		t.Fatalf("a stale write changed the queue:\nbefore %v\nafter  %v", keys(before), keys(after))
+	}
+	if s := stats(t, q); s != statsBefore || s.Committed != 1 || s.DeadLettered != 0 {
+		t.Fatalf("stats after stale writes %+v, before %+v", s, statsBefore)
+	}
+	if dl, err := q.DeadLetters(ctx, 0); err != nil || len(dl) != 0 {
+		t.Fatalf("dead letters %v, %v", dl, err)
+	}
+
+	// The current token commits, and a resent commit is harmless.
+	if err := q.commit(ctx, newer, second); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.commit(ctx, newer, second); err != nil {
+		t.Fatalf("resent commit: %v", err)
+	}
+	if s := stats(t, q); s.Committed != 2 || s.Pending != 1 {
+		t.Fatalf("stats %+v, want 2 committed 1 pending", s)
+	}
+	// Committing out of order is refused.
+	if err := q.commit(ctx, newer, first); !errors.Is(err, errOrder) {
+		t.Fatalf("commit of an old entry: %v, want errOrder", err)
+	}
+}
+
+func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// A leader that finds a newer epoch, before or after a job, stops with
+// ErrStaleToken and leaves no trace.
+func TestStaleLeaderProcess(t *testing.T) {
+	t.Run("at start", func(t *testing.T) {
+		e := newEnv(t)
+		ran := false
+		q := e.queue(t, HandlerFunc(func(context.Context, Job, int64) error { ran = true; return nil }), nil)
+		e.enqueue(t, q, 2)
+		old := becomeLeader(t, e.c)
+		becomeLeader(t, e.c)
+		before := snapshot(t, e.c, q.cfg.Prefix)
+		err := q.Process(t.Context(), newLease(old, time.Minute))
+		if !errors.Is(err, ErrStaleToken) {
+			t.Fatalf("Process: %v, want ErrStaleToken", err)
+		}
+		if ran || !maps.Equal(before, snapshot(t, e.c, q.cfg.Prefix)) {
+			t.Fatal("a stale leader ran a job or changed the queue")
+		}
+	})
+	t.Run("mid job", func(t *testing.T) {
+		e := newEnv(t)
+		var q *Queue
+		q = e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+			becomeLeader(t, e.c) // a new leader appears while this one works
+			return nil
+		}), nil)
+		e.enqueue(t, q, 2)
+		old := becomeLeader(t, e.c)
+		before := stats(t, q)
+		err := q.Process(t.Context(), newLease(old, time.Minute))
+		if !errors.Is(err, ErrStaleToken) {
+			t.Fatalf("Process: %v, want ErrStaleToken", err)
+		}
+		after := stats(t, q)
+		if after.Committed != 0 || after.Pending != before.Pending || after.LastCommittedID != "" {
+			t.Fatalf("stale commit left a trace: %+v", after)
+		}
+	})
+	t.Run("handler reports stale", func(t *testing.T) {
+		e := newEnv(t)
+		q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+			return e.store.write(ctx, j.ID, token)
+		}), nil)
+		e.enqueue(t, q, 1)
+		old := becomeLeader(t, e.c)
+		if err := e.store.write(t.Context(), "other", old+1); err != nil {
+			t.Fatal(err)
+		}
+		err := q.Process(t.Context(), newLease(old, time.Minute))
+		if !errors.Is(err, ErrStaleToken) {
+			t.Fatalf("Process: %v, want ErrStaleToken from the handler's store", err)
+		}
+		if s := stats(t, q); s.Committed != 0 || s.DeadLettered != 0 || s.Pending != 1 {
+			t.Fatalf("stats %+v", s)
+		}
+	})
+}
+
+// A job that always fails is retried MaxAttempts times, dead-lettered with
+// its error, and the jobs after it complete. Requeue puts it back.
+func TestPoisonJob(t *testing.T) {
+	e := newEnv(t)
+	var poison string
+	var mu sync.Mutex
+	var poisonAttempts []int
+	healed := false
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if string(j.Payload) == "poison" && !healed {
+			poisonAttempts = append(poisonAttempts, j.Attempt)
+			return errors.New("boom: cannot digest")
+		}
+		return e.store.write(ctx, j.ID, token)
+	}), func(c *Config) { c.MaxAttempts = 4 })
+	a := e.enqueue(t, q, 1)
+	poison, err := q.Enqueue(t.Context(), []byte("poison"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.enqueue(t, q, 2)
+	token := becomeLeader(t, e.c)
+	stop, _ := process(t, q, newLease(token, time.Minute))
+	waitCommitted(t, q, 3)
+	waitFor(t, 5*time.Second, "a dead letter", func() bool { return stats(t, q).DeadLettered == 1 })
+
+	mu.Lock()
+	if !slices.Equal(poisonAttempts, []int{1, 2, 3, 4}) {
+		t.Fatalf("poison attempts %v, want 1..4", poisonAttempts)
+	}
+	healed = true
+	mu.Unlock()
+	var got []string
+	for _, ef := range e.store.effects(t) {
+		got = append(got, ef.id)
+	}
+	if want := append(a, b...); !slices.Equal(got, want) {
+		t.Fatalf("effects %v, want %v", got, want)
+	}
+	dl, err := q.DeadLetters(t.Context(), 10)
+	if err != nil || len(dl) != 1 {
+		t.Fatalf("dead letters %v, %v", dl, err)
+	}
+	d := dl[0]
+	if d.ID != poison || string(d.Payload) != "poison" || d.Attempts != 4 || d.Token != token ||
+		!strings.Contains(d.Error, "boom: cannot digest") || d.FailedAt.IsZero() || d.EnqueuedAt.IsZero() {
+		t.Fatalf("dead letter %+v", d)
+	}
+	if s := stats(t, q); s.Pending != 0 || s.LastCommittedID != b[1] {
+		t.Fatalf("stats %+v", s)
+	}
+
+	newID, err := q.Requeue(t.Context(), poison)
+	if err != nil || newID == poison {
+		t.Fatalf("Requeue: %q, %v", newID, err)
+	}
+	waitCommitted(t, q, 4)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if s := stats(t, q); s.DeadLettered != 0 || s.LastCommittedID != newID {
+		t.Fatalf("after requeue %+v, want the requeued job %s committed", s, newID)
+	}
+	if _, err := q.Requeue(t.Context(), poison); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Requeue: %v, want ErrNotFound", err)
+	}
+}
+
+// A job whose leaders keep dying under it is dead-lettered once it has
+// been delivered MaxAttempts times, across leaders.
+func TestAttemptsSurviveLeaderChanges(t *testing.T) {
+	e := newEnv(t)
+	var started chan int
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		if string(j.Payload) == "hangs" {
+			started <- j.Attempt
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	}), func(c *Config) { c.MaxAttempts = 2 })
+	if _, err := q.Enqueue(t.Context(), []byte("hangs")); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(t, q, 1)
+	for want := 1; want <= 2; want++ {
+		started = make(chan int, 1)
+		stop, _ := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
+		select {
+		case got := <-started:
+			if got != want {
+				t.Fatalf("attempt %d, want %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("job not started")
+		}
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started = make(chan int, 1)
+	token := becomeLeader(t, e.c)
+	stop, _ := process(t, q, newLease(token, time.Minute))
+	waitCommitted(t, q, 1)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if len(started) != 0 {
+		t.Fatal("the job ran a third time")
+	}
+	dl, err := q.DeadLetters(t.Context(), 0)
+	if err != nil || len(dl) != 1 || dl[0].Attempts != 2 || dl[0].Token != token || !strings.Contains(dl[0].Error, "none finished") {
+		t.Fatalf("dead letters %+v, %v", dl, err)
+	}
+}
+
+// Once the lease is no longer valid, Process takes no more jobs and does
+// not commit the one in hand.
+func TestProcessStopsWhenLeaseInvalid(t *testing.T) {
+	e := newEnv(t)
+	lease := newLease(0, time.Minute)
+	var ids []string
+	var ran []string
+	var mu sync.Mutex
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		mu.Lock()
+		ran = append(ran, j.ID)
+		mu.Unlock()
+		if j.ID == ids[2] {
+			lease.revoked.Store(true) // e.g. the process was paused past its deadline
+		}
+		return nil
+	}), nil)
+	ids = e.enqueue(t, q, 5)
+	lease.token = becomeLeader(t, e.c)
+	err := q.Process(t.Context(), lease)
+	if !errors.Is(err, ErrLeaseInvalid) {
+		t.Fatalf("Process: %v, want ErrLeaseInvalid", err)
+	}
+	if !slices.Equal(ran, ids[:3]) {
+		t.Fatalf("ran %v, want the first 3 only", ran)
+	}
+	if s := stats(t, q); s.Committed != 2 || s.LastCommittedID != ids[1] {
+		t.Fatalf("stats %+v, want job 2 (in hand when the lease ended) uncommitted", s)
+	}
+}
+
+// A job's context ends when the lease's deadline passes, but not while
+// renewals keep moving the deadline.
+func TestJobContextFollowsLease(t *testing.T) {
+	t.Run("renewed", func(t *testing.T) {
+		lease := newLease(1, 100*time.Millisecond)
+		ctx, stop := leaseContext(t.Context(), lease)
+		defer stop()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); {
+			<-tick.C // a job that outlasts several lease periods, renewed as it goes
+			lease.extend(100 * time.Millisecond)
+			if ctx.Err() != nil {
+				t.Fatal("job context ended although the lease was renewed")
+			}
+		}
+	})
+	t.Run("expires", func(t *testing.T) {
+		lease := newLease(1, 50*time.Millisecond)
+		ctx, stop := leaseContext(t.Context(), lease)
+		defer stop()
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("job context outlived the lease")
+		}
+		if !errors.Is(context.Cause(ctx), ErrLeaseInvalid) || time.Now().Before(lease.Deadline()) {
+			t.Fatalf("cause %v at %v before deadline %v", context.Cause(ctx), time.Now(), lease.Deadline())
+		}
+	})
+	t.Run("Process", func(t *testing.T) {
+		e := newEnv(t)
+		q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+			<-ctx.Done()
+			return context.Cause(ctx)
+		}), nil)
+		e.enqueue(t, q, 1)
+		err := q.Process(t.Context(), newLease(becomeLeader(t, e.c), 100*time.Millisecond))
+		if !errors.Is(err, ErrLeaseInvalid) {
+			t.Fatalf("Process: %v, want ErrLeaseInvalid", err)
+		}
+		if s := stats(t, q); s.Committed != 0 || s.DeadLettered != 0 || s.Pending != 1 {
+			t.Fatalf("an interrupted job was recorded: %+v", s)
+		}
+	})
+}
+
+// A handler that finishes just as work is stopped gets its job committed
+// while the lease is still valid, so the next leader does not redo it.
+func TestFinishedJobCommittedOnStop(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	q := e.queue(t, HandlerFunc(func(context.Context, Job, int64) error {
+		cancel() // StopWork arrives while the job completes
+		return nil
+	}), nil)
+	ids := e.enqueue(t, q, 2)
+	if err := q.Process(ctx, newLease(becomeLeader(t, e.c), time.Minute)); err != nil {
+		t.Fatalf("Process: %v", err)
+	}
+	if s := stats(t, q); s.Committed != 1 || s.LastCommittedID != ids[0] {
+		t.Fatalf("stats %+v, want the finished job committed and no other started", s)
+	}
+}
+
+// A Redis outage does not end Process; it resumes when Redis is back.
+func TestProcessSurvivesRedisRestart(t *testing.T) {
+	s := newEnv(t)
+	srv := s.srv
+	q := s.queue(t, HandlerFunc(noop), func(c *Config) { c.BackoffMax = 50 * time.Millisecond })
+	token := becomeLeader(t, s.c)
+	stop, done := process(t, q, newLease(token, time.Minute))
+	s.enqueue(t, q, 3)
+	waitCommitted(t, q, 3)
+	srv.Kill()
+	srv.Restart() // empty now: no persistence in this server
+	if err := s.c.Set(t.Context(), testEpochKey, token, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.enqueue(t, q, 2)
+	waitCommitted(t, q, 2)
+	select {
+	case err := <-done:
+		t.Fatalf("Process returned during the outage: %v", err)
+	default:
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestThousandJobs(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(noop), nil)
+	const n = 1000
+	e.enqueue(t, q, n)
+	start := time.Now()
+	stop, _ := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
+	waitCommitted(t, q, n)
+	took := time.Since(start)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d no-op jobs in %s (%.0f jobs/s)", n, took.Round(time.Millisecond), n/took.Seconds())
+	if s := stats(t, q); s.Pending != 0 || s.Committed != n {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func BenchmarkProcessNoop(b *testing.B) {
+	e := newEnv(b)
+	q := e.queue(b, HandlerFunc(noop), nil)
+	token := becomeLeader(b, e.c)
+	ctx := context.Background()
+	// Enqueue outside the timer, in a pipeline.
+	pipe := e.c.Pipeline()
+	for range b.N {
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	stop, _ := process(b, q, newLease(token, time.Hour))
+	waitFor(b, 10*time.Minute, "all commits", func() bool {
+		s, err := q.Stats(ctx)
+		return err == nil && s.Committed >= int64(b.N)
+	})
+	b.StopTimer()
+	if err := stop(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
