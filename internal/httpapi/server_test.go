@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestEndpoints(t *testing.T) {
+	ready := false
+	var got []byte
+	h := Handler(Config{
+		Status: func(context.Context) Status {
+			return Status{WorkerID: "w1", State: "working", Leader: true, Token: 7, LockKey: "k"}
+		},
+		Ready:     func() bool { return ready },
+		JobsToken: "t0ken",
+		Enqueue: func(_ context.Context, p []byte) (string, error) {
+			got = p
+			return "01JOB", nil
+		},
+	})
+	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if c := do("GET", "/healthz", "", "").Code; c != 200 {
+		t.Fatalf("healthz %d", c)
+	}
+	if c := do("GET", "/readyz", "", "").Code; c != 503 {
+		t.Fatalf("readyz while not ready: %d", c)
+	}
+	ready = true
+	if c := do("GET", "/readyz", "", "").Code; c != 200 {
+		t.Fatalf("readyz while ready: %d", c)
+	}
+	rec := do("GET", "/status", "", "")
+	var st map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"workerId", "state", "leader", "token", "lockKey"} {
+		if _, ok := st[k]; !ok {
+			t.Fatalf("/status lacks %q: %s", k, rec.Body)
+		}
+	}
+	if st["token"].(float64) != 7 || st["leader"] != true {
+		t.Fatalf("/status = %s", rec.Body)
+	}
+	if c := do("POST", "/jobs", "", "x").Code; c != 401 {
+		t.Fatalf("POST /jobs without token: %d", c)
+	}
+	if c := do("POST", "/jobs", "Bearer wrong", "x").Code; c != 401 {
+		t.Fatalf("POST /jobs with wrong token: %d", c)
+	}
+	if rec := do("POST", "/jobs", "Bearer t0ken", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
+		t.Fatalf("POST /jobs: %d %s (got %q)", rec.Code, rec.Body, got)
+	}
+}
+
+func TestJobsOffWithoutToken(t *testing.T) {
+	h := Handler(Config{
+		Status:  func(context.Context) Status { return Status{} },
+		Enqueue: func(context.Context, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
+	})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/jobs", strings.NewReader("x")))
+	if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /jobs with no JOBS_TOKEN: %d", rec.Code)
+	}
+}
