@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+// binary is the lockworker built once for the process-level tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockworker-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "lockworker")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build lockworker:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// worker is one lockworker process owned by a test.
+type worker struct {
+	t    *testing.T
+	name string
+	port int
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fastEnv is a configuration that makes every phase short.
+func fastEnv(redisURL string) []string {
+	return []string{
+		"REDIS_URLS=" + redisURL,
+		"LOCK_TTL=2s", "RENEW_INTERVAL=400ms", "RETRY_INTERVAL=500ms",
+		"SHUTDOWN_TIMEOUT=5s", "WORK_DURATION=50ms", "LOG_LEVEL=debug",
+	}
+}
+
+func startWorker(t *testing.T, name string, env ...string) *worker {
+	t.Helper()
+	w := &worker{t: t, name: name, port: redistest.FreePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	w.cmd = exec.Command(binary)
+	w.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "WORKER_ID=" + name, "PORT=" + strconv.Itoa(w.port)}, env...)
+	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w.err = w.cmd.Wait()
+		close(w.done)
+	}()
+	t.Cleanup(func() {
+		_ = w.cmd.Process.Signal(syscall.SIGCONT)
+		_ = w.cmd.Process.Kill()
+		<-w.done
+		if t.Failed() {
+			t.Logf("--- output of %s ---\n%s", w.name, w.out)
+		}
+	})
+	return w
+}
+
+type status struct {
+	WorkerID string `json:"workerId"`
+	State    string `json:"state"`
+	Leader   bool   `json:"leader"`
+	Token    int64  `json:"token"`
+	LockKey  string `json:"lockKey"`
+}
+
+// status returns the worker's /status, or ok=false if it does not answer.
+func (w *worker) status() (status, bool) {
+	c := http.Client{Timeout: 500 * time.Millisecond}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/status", w.port))
+	if err != nil {
+		return status{}, false
+	}
+	defer resp.Body.Close()
+	var s status
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return status{}, false
+	}
+	return s, true
+}
+
+func (w *worker) signal(sig syscall.Signal) {
+	w.t.Helper()
+	if err := w.cmd.Process.Signal(sig); err != nil {
+		w.t.Fatalf("signal %v to %s: %v", sig, w.name, err)
+	}
+}
+
+// exited waits up to limit for the process to end and returns its error.
+func (w *worker) exited(limit time.Duration) (error, bool) {
+	select {
+	case <-w.done:
+		return w.err, true
+	case <-time.After(limit):
+		return nil, false
+	}
+}
+
+// eventually polls cond every 20ms until it holds or limit passes.
+func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		if cond() {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %s", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leaders returns the workers whose /status says they lead.
+func leaders(ws ...*worker) []*worker {
+	var out []*worker
+	for _, w := range ws {
+		if s, ok := w.status(); ok && s.Leader {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// lines returns the worker's log lines.
+func (w *worker) lines() []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(w.out.String()))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// enqueueN adds n jobs with `lockworker enqueue`-equivalent code.
+func enqueueN(t *testing.T, env []string, n int) {
+	t.Helper()
+	for i := range n {
+		var out strings.Builder
+		if err := run(t.Context(), []string{"enqueue", fmt.Sprintf("job-%04d", i)}, env, &out, &out); err != nil {
+			t.Fatalf("enqueue: %v\n%s", err, out.String())
+		}
+	}
+}
+
+// jobStarted reports whether the worker logged that a job began.
+func jobStarted(w *worker) bool {
+	return strings.Contains(w.out.String(), "job started")
+}
