@@ -1,0 +1,52 @@
+# lockworker: the two commands a newcomer needs are `make demo` and `make test`.
+# CI (.ci/run) runs these targets verbatim.
+
+GO          ?= go
+BIN         ?= bin/lockworker
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Static, as the Dockerfile builds it.
+BUILD_FLAGS ?= -trimpath -ldflags='-s -w'
+
+.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server clean
+
+all: fmt-check vet test build
+
+build:
+	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(BIN) ./cmd/lockworker
+
+## run: one replica against REDIS_URLS (default redis://127.0.0.1:6379).
+run: build
+	./$(BIN)
+
+## demo: a Redis of its own, 3 replicas, a graceful handover and a crash failover.
+demo: redis-server build
+	./$(BIN) demo
+
+## test: everything, with the race detector, against real redis-server processes.
+test: redis-server
+	$(GO) test -race -count=1 ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+## redis-server: installed from Debian's packages when missing.
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "redis-server is missing: installing it (apt-get install -y redis-server)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+		command -v redis-server >/dev/null 2>&1 || { echo "could not install redis-server"; exit 1; }; \
+	}
+
+clean:
+	rm -rf bin
