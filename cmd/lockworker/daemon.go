@@ -91,6 +91,7 @@ func jobHandler(cfg config.Config, log *slog.Logger) jobs.Handler {
 // stops work, releases the lock and returns within SHUTDOWN_TIMEOUT.
 func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	log := newLogger(cfg, stdout)
+	redis.SetLogger(redisLogger{log: log})
 	p, err := build(cfg, log, jobHandler(cfg, log))
 	if err != nil {
 		return err
@@ -157,6 +158,8 @@ func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 			return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
 		},
 		Queue: func(ctx context.Context) (metrics.QueueFigures, error) {
+			ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+			defer cancel()
 			s, err := p.queue.Stats(ctx)
 			return metrics.QueueFigures{Pending: s.Pending, Committed: s.Committed, DeadLettered: s.DeadLettered, Epoch: s.Epoch}, err
 		},
@@ -245,7 +248,13 @@ func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	return nil
 }
 
+// statusQueueTimeout bounds the queue read behind /status, so a Redis that
+// is down or slow never makes /status (and the probes built on it) hang.
+const statusQueueTimeout = 250 * time.Millisecond
+
 func queueStatus(ctx context.Context, q *jobs.Queue) *httpapi.Queue {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
 	s, err := q.Stats(ctx)
 	if err != nil {
 		return &httpapi.Queue{Error: "unavailable"}

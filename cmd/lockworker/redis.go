@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -41,6 +43,9 @@ func dialRedis(cfg config.Config) ([]*redis.Client, []string, error) {
 			return nil, nil, &exitError{code: 2, err: fmt.Errorf("REDIS_URLS: URL %d is not a valid Redis URL", i+1)}
 		}
 		opts.MaxRetries = -1
+		// One dial per command: our own loops retry with backoff, and
+		// go-redis's five dials would hold a call past its deadline.
+		opts.DialerRetries = 1
 		opts.ContextTimeoutEnabled = true
 		opts.DialTimeout = cfg.RedisNodeTimeout
 		opts.ReadTimeout = cfg.RedisNodeTimeout
@@ -62,4 +67,12 @@ func closeAll(clients []*redis.Client) {
 	for _, c := range clients {
 		_ = c.Close()
 	}
+}
+
+// redisLogger sends go-redis's own log lines (dial failures, pool notes)
+// through slog, so they too carry workerId and follow LOG_FORMAT.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client: "+strings.TrimSpace(fmt.Sprintf(format, v...)))
 }

@@ -91,6 +91,7 @@ func (q *Queue) handle(ctx context.Context, lease Lease, e *entry, log *slog.Log
 		return ErrLeaseInvalid
 	}
 	jctx, stop := leaseContext(ctx, lease)
+	log.Debug("job started", "jobId", e.job.ID, "attempt", e.job.Attempt)
 	start := time.Now()
 	herr := q.cfg.Handler.Handle(jctx, e.job, token)
 	interrupted := jctx.Err() != nil
