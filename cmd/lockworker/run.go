@@ -30,6 +30,8 @@ commands:
   (none)       run a replica: compete for the lock, lead, process jobs
   status       show who holds the lock, its lease, the epoch and the queue
   enqueue      add a job: lockworker enqueue PAYLOAD, or the payload on stdin
+  deadletters  list dead-lettered jobs with their errors: [--n N] [--json]
+  requeue      move dead letters back to the queue: lockworker requeue ID...
   graph        print the state chart: --format dot (default) or mermaid
   healthcheck  exit 0 when the replica on PORT answers /healthz
   demo         start a Redis and 3 replicas, show handover and failover
@@ -60,6 +62,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runStatus(ctx, cfg, args, stdout)
 	case "enqueue":
 		return runEnqueue(ctx, cfg, args, stdin, stdout)
+	case "deadletters":
+		return runDeadLetters(ctx, cfg, args, stdout)
+	case "requeue":
+		return runRequeue(ctx, cfg, args, stdout)
 	case "healthcheck":
 		return runHealthcheck(ctx, cfg)
 	case "demo":

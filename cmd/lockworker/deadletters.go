@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/config"
+)
+
+// deadLetterReport is one line of `lockworker deadletters --json`.
+type deadLetterReport struct {
+	ID       string    `json:"id"`
+	Attempts int       `json:"attempts"`
+	FailedAt time.Time `json:"failedAt"`
+	Token    int64     `json:"token"`
+	Error    string    `json:"error"`
+	Payload  string    `json:"payload"`
+}
+
+// runDeadLetters lists dead letters, most recent first, straight from Redis.
+func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "print JSON, payloads included")
+	limit := fs.Int64("n", 20, "show at most n, 0 for all")
+	if err := fs.Parse(args); err != nil {
+		return usageError("deadletters: %v (usage: lockworker deadletters [--n N] [--json])", err)
+	}
+	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	dead, err := p.queue.DeadLetters(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := make([]deadLetterReport, 0, len(dead))
+		for _, d := range dead {
+			out = append(out, deadLetterReport{ID: d.ID, Attempts: d.Attempts, FailedAt: d.FailedAt,
+				Token: d.Token, Error: d.Error, Payload: string(d.Payload)})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(dead) == 0 {
+		_, err := fmt.Fprintln(stdout, "no dead letters")
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tATTEMPTS\tFAILED AT\tTOKEN\tERROR")
+	for _, d := range dead {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", d.ID, d.Attempts, d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(d.Error, 120))
+	}
+	return tw.Flush()
+}
+
+// runRequeue moves dead letters back to the tail of the queue, each as a
+// new job; it prints "old-id -> new-id" per job.
+func runRequeue(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("requeue: no job ID (usage: lockworker requeue ID [ID...]; list them with lockworker deadletters)")
+	}
+	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, id := range args {
+		newID, err := p.queue.Requeue(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s -> %s\n", id, newID)
+	}
+	return errors.Join(errs...)
+}
+
+// oneLine quotes s when it spans lines and cuts it to max runes.
+func oneLine(s string, max int) string {
+	r := []rune(s)
+	if len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	for _, c := range s {
+		if c == '\n' || c == '\r' || c == '\t' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+// TestDeadLettersAndRequeue: a job whose command fails is dead-lettered with
+// its error; `deadletters` shows it and `requeue` puts it back as a new job.
+func TestDeadLettersAndRequeue(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
+	w := startWorker(t, "dl", env...)
+	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
+	enqueueN(t, env, 1)
+
+	var dead []deadLetterReport
+	eventually(t, 10*time.Second, "a dead letter", func() bool {
+		var out strings.Builder
+		if err := run(t.Context(), []string{"deadletters", "--json"}, env, &out, &out); err != nil {
+			t.Fatalf("deadletters: %v\n%s", err, out.String())
+		}
+		if err := json.Unmarshal([]byte(out.String()), &dead); err != nil {
+			t.Fatalf("deadletters --json: %v\n%s", err, out.String())
+		}
+		return len(dead) == 1
+	})
+	d := dead[0]
+	if d.Payload != "job-0000" || d.Attempts != 1 || !strings.Contains(d.Error, "exited with code 1") || d.Token < 1 {
+		t.Fatalf("dead letter %+v; want the payload, 1 attempt, the exit code and a token", d)
+	}
+
+	var out strings.Builder
+	if err := run(t.Context(), []string{"requeue", d.ID}, env, &out, &out); err != nil {
+		t.Fatalf("requeue: %v\n%s", err, out.String())
+	}
+	if !strings.HasPrefix(out.String(), d.ID+" -> ") {
+		t.Fatalf("requeue printed %q", out.String())
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"requeue", d.ID}, env, &out, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
+		t.Fatalf("a second requeue of the same ID: %v; want a not-found error", err)
+	}
+}
