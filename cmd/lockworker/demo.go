@@ -47,7 +47,12 @@ func runDemo(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	fs.SetOutput(io.Discard)
 	verbose := fs.Bool("verbose", false, "stream the replicas' logs")
 	redisMode := fs.String("redis", "auto", "auto, server or embedded")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err = fmt.Fprintln(stdout, demoUsage)
+		return err
+	}
+	if err != nil || fs.NArg() > 0 {
 		return usageError("demo: bad arguments\n%s", demoUsage)
 	}
 	if m := *redisMode; m != "auto" && m != "server" && m != "embedded" {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReadmeChartIsTheMachine: the README's Mermaid chart is what
+// `lockworker graph --format mermaid` prints, so the picture cannot drift.
+func TestReadmeChartIsTheMachine(t *testing.T) {
+	m := regexp.MustCompile("(?s)```mermaid\n(.*?)```").FindStringSubmatch(readme(t))
+	if m == nil {
+		t.Fatal("README has no mermaid block")
+	}
+	var out strings.Builder
+	if err := run(t.Context(), []string{"graph", "--format", "mermaid"}, nil, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(m[1]) != strings.TrimSpace(out.String()) {
+		t.Fatalf("README chart differs from `lockworker graph --format mermaid`; paste this:\n%s", out.String())
+	}
+}
+
+// TestReadmeListsEveryVariable: each variable the daemon reads has a row in
+// the README's configuration table, and no row names one it does not read.
+func TestReadmeListsEveryVariable(t *testing.T) {
+	doc := readme(t)
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|").FindAllStringSubmatch(doc, -1) {
+		rows[m[1]] = true
+	}
+	typ := reflect.TypeFor[config.Config]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("env"), ",")
+		if name == "" {
+			continue
+		}
+		if !rows[name] {
+			t.Errorf("README configuration table lacks %s", name)
+		}
+		delete(rows, name)
+	}
+	for name := range rows {
+		t.Errorf("README configuration table lists %s, which the daemon does not read", name)
+	}
+}
+
+// TestACLUserFromReadme runs the README's least-privilege ACL user through
+// everything lockworker does: two replicas (acquire, renew, subscribe), a
+// job that fails into the dead-letter list, status, deadletters, requeue,
+// and a SIGTERM handover (release, publish). Redis must deny nothing.
+func TestACLUserFromReadme(t *testing.T) {
+	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(readme(t))
+	if line == nil {
+		t.Fatal("README has no ACL SETUSER lockworker line")
+	}
+	r := redistest.Start(t, redistest.Options{})
+	admin := r.Client()
+	var args []any
+	for _, f := range strings.Fields(line[1]) {
+		if f == ">CHANGE-ME" {
+			f = ">s3cret"
+		}
+		args = append(args, f)
+	}
+	if err := admin.Do(t.Context(), args...).Err(); err != nil {
+		t.Fatalf("%s: %v", line[1], err)
+	}
+	url := "redis://lockworker:s3cret@" + r.Addr()
+	env := append(fastEnv(url), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
+	a := startWorker(t, "acl-a", env...)
+	eventually(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
+	b := startWorker(t, "acl-b", env...)
+	eventually(t, 5*time.Second, "b follows", func() bool {
+		s, ok := b.status()
+		return ok && s.State == "waiting_to_acquire_lock"
+	})
+	enqueueN(t, env, 1)
+	var id string
+	eventually(t, 10*time.Second, "a dead letter", func() bool {
+		var out strings.Builder
+		if err := run(t.Context(), []string{"deadletters"}, env, &out, &out); err != nil {
+			t.Fatalf("deadletters: %v\n%s", err, out.String())
+		}
+		if m := regexp.MustCompile(`(?m)^([0-9A-Z]{26}) `).FindStringSubmatch(out.String()); m != nil {
+			id = m[1]
+		}
+		return id != ""
+	})
+	for _, cmd := range [][]string{{"requeue", id}, {"status"}} {
+		var out strings.Builder
+		if err := run(t.Context(), cmd, env, &out, &out); err != nil {
+			t.Fatalf("%v: %v\n%s", cmd, err, out.String())
+		}
+	}
+	a.signal(syscall.SIGTERM)
+	if err, ok := a.exited(5 * time.Second); !ok || err != nil {
+		t.Fatalf("a after SIGTERM: exited=%v err=%v", ok, err)
+	}
+	eventually(t, 5*time.Second, "b leads", func() bool { return len(leaders(b)) == 1 })
+	if !strings.Contains(a.out.String(), "Releasing lock") {
+		t.Fatal("a did not release")
+	}
+
+	entries, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) > 0 {
+		t.Fatalf("Redis denied the README's ACL user %d time(s): %v", len(entries), entries)
+	}
+	for _, w := range []*worker{a, b} {
+		if strings.Contains(w.out.String(), "NOPERM") {
+			t.Fatalf("%s hit NOPERM:\n%s", w.name, w.out.String())
+		}
+	}
+}
