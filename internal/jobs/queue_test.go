@@ -263,8 +263,7 @@ func TestStaleLeaderProcess(t *testing.T) {
 	})
 	t.Run("mid job", func(t *testing.T) {
 		e := newEnv(t)
-		var q *Queue
-		q = e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
+		q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, token int64) error {
 			becomeLeader(t, e.c) // a new leader appears while this one works
 			return nil
 		}), nil)

@@ -1,7 +1,6 @@
 package redislock
 
 import (
-	"context"
 	"io"
 	"net"
 	"sync"
@@ -173,8 +172,3 @@ type clock struct{ offset atomic.Int64 }
 
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
