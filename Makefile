@@ -7,7 +7,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Static, as the Dockerfile builds it.
 BUILD_FLAGS ?= -trimpath -ldflags='-s -w'
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server compose-check clean
 
 all: fmt-check vet test build
 
@@ -47,6 +47,18 @@ redis-server:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 		command -v redis-server >/dev/null 2>&1 || { echo "could not install redis-server"; exit 1; }; \
 	}
+
+## compose-check: both compose files through Debian's docker-compose
+## `config` (no Docker engine needed); installed when missing.
+compose-check:
+	@command -v docker-compose >/dev/null 2>&1 || { \
+		echo "docker-compose is missing: installing it (apt-get install -y docker-compose)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose >/dev/null; \
+	}
+	docker-compose -f docker-compose.yml config -q
+	docker-compose -f deploy/docker-compose.redlock.yml config -q
+	@echo "compose files: valid"
 
 clean:
 	rm -rf bin
