@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,5 +48,46 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	out.Reset()
 	if err := run(t.Context(), []string{"requeue", d.ID}, env, &out, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
 		t.Fatalf("a second requeue of the same ID: %v; want a not-found error", err)
+	}
+}
+
+// TestExecChildStoppedWhenLeadershipIsLost: the exec handler's command is
+// signalled once the leader's lease runs out (Redis frozen, so no renew can
+// succeed), and the replica stops working.
+func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	script := filepath.Join(t.TempDir(), "long.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho $$ > "+pidFile+"\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND="+script)
+	w := startWorker(t, "exec-lost", env...)
+	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
+	enqueueN(t, env, 1)
+	var pid int
+	eventually(t, 5*time.Second, "the job's command running", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+
+	r.Freeze()
+	t.Cleanup(r.Thaw)
+	// LOCK_TTL is 2s: the lease deadline passes, the job context ends, and
+	// the command's process group gets SIGTERM (sleep dies of it).
+	eventually(t, 6*time.Second, "the command stopped", func() bool {
+		return syscall.Kill(pid, 0) != nil // ESRCH once it is gone and reaped
+	})
+	eventually(t, 3*time.Second, "the replica stopped working", func() bool {
+		s, ok := w.status()
+		return ok && !s.Leader && s.State != "working" && s.State != "renew_lock"
+	})
+	if !strings.Contains(w.out.String(), "job interrupted") {
+		t.Fatalf("no \"job interrupted\" in the log:\n%s", w.out.String())
 	}
 }
