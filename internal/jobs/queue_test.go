@@ -582,3 +582,18 @@ func BenchmarkProcessNoop(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
+
+// BenchmarkRedisRoundTrip is the physical limit beside BenchmarkProcessNoop:
+// one PING on the same kind of client. A job costs two scripts (claim and
+// fenced commit), so jobs/s cannot exceed half of these round trips/s.
+func BenchmarkRedisRoundTrip(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if err := e.c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rtt/s")
+}
