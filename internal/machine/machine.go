@@ -35,6 +35,10 @@ type Machine struct {
 	scope    *scope
 	lastCall chan struct{} // closed when the last invoked callback returned
 	cause    error         // the error behind the trigger being fired
+	// noticeInAcquire is a release notice that came while an acquire was in
+	// flight: that attempt may have reached Redis just before the release
+	// and failed, so the notice is replayed if the machine then waits.
+	noticeInAcquire bool
 }
 
 // New validates cfg and builds a machine in idle.
@@ -109,7 +113,18 @@ func (m *Machine) Run(ctx context.Context) error {
 			m.log.Debug("context cancelled: stopping")
 			err = m.fire(Stop, nil)
 		case <-m.notices:
+			if m.State() == AcquiringLock {
+				m.noticeInAcquire = true
+				continue
+			}
 			err = m.fire(ReleaseNotice, nil)
+		}
+		if err == nil && m.noticeInAcquire && m.State() != AcquiringLock {
+			m.noticeInAcquire = false
+			if m.State() == WaitingToAcquireLock {
+				m.log.Debug("replaying a release notice that came during the failed attempt")
+				err = m.fire(ReleaseNotice, nil)
+			}
 		}
 		if err != nil {
 			return err

@@ -290,6 +290,23 @@ func TestReleaseNotice(t *testing.T) {
 			}
 		})
 	})
+	// A notice that comes while an attempt is in flight, which then finds
+	// the lock held (it reached Redis just before the release), is not
+	// lost: the machine retries at once instead of sleeping out the delay.
+	t.Run("during a failing acquire", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t)
+			c := h.toAcquiring()
+			before := time.Now()
+			h.m.NotifyReleased()
+			synctest.Wait()
+			c.reply(errors.New("held"))
+			h.next(h.acquire, "Acquire")
+			if waited := time.Since(before); waited != 0 {
+				t.Errorf("retried after %v, want at once", waited)
+			}
+		})
+	})
 	t.Run("elsewhere", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := newHarness(t)
