@@ -26,6 +26,13 @@ demo: redis-server build
 test: redis-server
 	$(GO) test -race -count=1 ./...
 
+## bench: lockworker's lock against bsm/redislock and redsync, and the idle
+## cost of a leader and a follower (about 3 minutes; BENCH_FLAGS=-idle=10s
+## for a quick run). The bench is a module of its own (bench/go.mod).
+BENCH_FLAGS ?=
+bench: redis-server build
+	cd bench && $(GO) run ./cmd/peerbench -bin $(abspath $(BIN)) $(BENCH_FLAGS)
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

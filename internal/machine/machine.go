@@ -155,8 +155,9 @@ func (m *Machine) Stop() {
 // NotifyReleased tells the machine the lock was just released elsewhere,
 // so a waiting machine tries at once instead of sleeping out its retry
 // delay. Safe from any goroutine and never blocks: a notice is dropped if
-// one is already pending, and ignored in every state but
-// waiting_to_acquire_lock.
+// one is already pending. It acts in waiting_to_acquire_lock; one that
+// comes during acquiring_lock is kept and acts if that attempt fails; in
+// every other state it is ignored.
 func (m *Machine) NotifyReleased() {
 	select {
 	case m.notices <- struct{}{}:
