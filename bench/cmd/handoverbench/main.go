@@ -1,0 +1,193 @@
+// Command handoverbench measures lockworker's leader handover with real
+// processes and a real redis-server: graceful (SIGTERM to the leader) and
+// crash failover (kill -9 of the leader), with release notices on and off.
+//
+// A handover is timed from the supervisor's clock right before it sends the
+// signal to the "time" of the new leader's log line for its transition to
+// working. Both are the same machine's wall clock, and no polling error
+// enters the figure.
+//
+//	cd bench && go run ./cmd/handoverbench [-rounds 20] [-ttl 2s] ...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/fleet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "handoverbench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the benchmark's settings.
+type options struct {
+	rounds   int           // handovers per scenario
+	replicas int           // replicas kept running
+	ttl      time.Duration // LOCK_TTL
+	renew    time.Duration // RENEW_INTERVAL
+	retry    time.Duration // RETRY_INTERVAL
+	bin      string        // the lockworker binary
+	notices  []bool        // RELEASE_NOTICES settings to run
+	aof      bool          // redis-server with appendfsync always
+	logs     io.Writer     // replica logs as they arrive; nil: none
+}
+
+// result is every sample of one run of the cluster.
+type result struct {
+	notices bool
+	samples map[kind][]sample
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("handoverbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.IntVar(&o.rounds, "rounds", 20, "handovers per scenario")
+	fs.IntVar(&o.replicas, "replicas", 3, "replicas kept running (at least 2)")
+	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "LOCK_TTL")
+	fs.DurationVar(&o.renew, "renew", 500*time.Millisecond, "RENEW_INTERVAL (below TTL/2)")
+	fs.DurationVar(&o.retry, "retry", time.Second, "RETRY_INTERVAL")
+	fs.StringVar(&o.bin, "bin", "", "lockworker binary (default: go build ./cmd/lockworker of the parent module)")
+	notices := fs.String("notices", "both", "RELEASE_NOTICES to measure: both, on or off")
+	fs.BoolVar(&o.aof, "aof", false, "run redis-server with appendonly yes, appendfsync always")
+	verbose := fs.Bool("v", false, "stream the replicas' JSON logs to stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *notices {
+	case "both":
+		o.notices = []bool{true, false}
+	case "on":
+		o.notices = []bool{true}
+	case "off":
+		o.notices = []bool{false}
+	default:
+		return fmt.Errorf("-notices must be both, on or off, got %q", *notices)
+	}
+	if o.rounds < 1 || o.replicas < 2 || o.ttl <= 0 || o.renew <= 0 || o.retry <= 0 {
+		return errors.New("need -rounds >= 1, -replicas >= 2 and positive durations")
+	}
+	progress := &lockedWriter{w: stderr}
+	if *verbose {
+		o.logs = progress
+	}
+	if o.bin == "" {
+		dir, err := os.MkdirTemp("", "handoverbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if o.bin, err = buildDaemon(ctx, dir); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	results, redisAddr, err := measure(ctx, o, progress)
+	if ctx.Err() != nil {
+		return errors.New("interrupted: every replica and the redis-server were killed")
+	}
+	if err != nil {
+		return err
+	}
+	reportTo(stdout, o, results, redisAddr, time.Since(start))
+	return nil
+}
+
+// measure starts a redis-server and, for each notices setting, a cluster
+// of replicas; it stops the leader -rounds times gracefully, then -rounds
+// times by kill -9. Every process is killed before it returns.
+func measure(ctx context.Context, o options, progress io.Writer) ([]result, string, error) {
+	f := fleet.New(ctx)
+	defer f.Close()
+	r, err := f.StartRedis(ctx, fleet.RedisSpec{Name: "redis", AppendOnly: o.aof})
+	if err != nil {
+		return nil, "", err
+	}
+	rec := newRecorder()
+	var results []result
+	for _, on := range o.notices {
+		c := &cluster{opts: o, fleet: f, rec: rec, redisURL: r.URL(), notices: on,
+			warn: func(format string, args ...any) { fmt.Fprintf(progress, "warning: "+format+"\n", args...) }}
+		res, err := c.measure(ctx, progress)
+		c.stop()
+		if err != nil {
+			return nil, "", err
+		}
+		results = append(results, res)
+	}
+	return results, r.Addr(), nil
+}
+
+func (c *cluster) measure(ctx context.Context, progress io.Writer) (result, error) {
+	res := result{notices: c.notices, samples: map[kind][]sample{}}
+	for range c.opts.replicas {
+		if err := c.start(); err != nil {
+			return res, err
+		}
+	}
+	leader, err := c.steady(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, k := range []kind{graceful, crash} {
+		for i := range c.opts.rounds {
+			s, next, err := c.round(ctx, leader, k)
+			if err != nil {
+				return res, err
+			}
+			res.samples[k] = append(res.samples[k], s)
+			fmt.Fprintf(progress, "notices %-3s %-8s %2d/%d: %s → %s in %s (woken by %s)\n",
+				c.prefix(), k, i+1, c.opts.rounds, s.from, s.to, ms(s.took), s.wokenBy)
+			leader = next
+		}
+	}
+	return res, nil
+}
+
+// buildDaemon builds the parent module's lockworker into dir. The bench
+// module's replace directive says where the parent's source is.
+func buildDaemon(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/lockworker/lockworker").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the lockworker module (run inside the bench module, or pass -bin): %w", err)
+	}
+	bin := filepath.Join(dir, "lockworker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lockworker")
+	cmd.Dir = strings.TrimSpace(string(out))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/lockworker: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// lockedWriter lets the replicas' output goroutines and the benchmark
+// share one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
