@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 type Fleet struct {
 	mu     sync.Mutex
 	procs  []*Process
+	dirs   []string // temporary directories removed by Close
 	closed bool
 	stop   func() bool
 }
@@ -68,7 +70,21 @@ func (f *Fleet) Close() error {
 	for _, p := range procs {
 		<-p.Done()
 	}
+	f.mu.Lock()
+	dirs := f.dirs
+	f.dirs = nil
+	f.mu.Unlock()
+	for _, d := range dirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
 	return errors.Join(errs...)
+}
+
+// removeOnClose has Close remove dir after every process is reaped.
+func (f *Fleet) removeOnClose(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dirs = append(f.dirs, dir)
 }
 
 // Member is a process with the /status it answered.

@@ -21,7 +21,8 @@ type RedisSpec struct {
 	// Path is the redis-server executable. Default: "redis-server" from PATH.
 	Path string
 	// Dir holds the data files and the log. Default: a new temporary
-	// directory, removed when the server is killed through Fleet.Close.
+	// directory, removed by Fleet.Close once every process is reaped (so a
+	// server killed and restarted on it keeps its AOF until then).
 	Dir string
 	// AppendOnly turns on AOF with appendfsync always.
 	AppendOnly bool
@@ -93,10 +94,7 @@ func (f *Fleet) StartRedis(ctx context.Context, spec RedisSpec) (*Redis, error) 
 		return nil, err
 	}
 	if temp {
-		go func() {
-			<-p.Done()
-			_ = os.RemoveAll(dir)
-		}()
+		f.removeOnClose(dir)
 	}
 	r := &Redis{Process: p, Dir: dir}
 	ctx, cancel := context.WithTimeout(ctx, spec.ReadyTimeout)
