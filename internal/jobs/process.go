@@ -59,7 +59,7 @@ func (q *Queue) Process(ctx context.Context, lease Lease) error {
 			}
 			redisFails++
 			wait := q.backoff(redisFails)
-			log.Warn("could not read the queue, retrying", "err", err, "retry_in", wait.String())
+			log.Warn("could not read the queue, retrying", "err", err, "retry_in", wait.Round(time.Millisecond).String())
 			q.sleep(ctx, wait)
 			continue
 		}
@@ -120,7 +120,7 @@ func (q *Queue) handle(ctx context.Context, lease Lease, e *entry, log *slog.Log
 	default:
 		wait := q.backoff(e.job.Attempt)
 		log.Warn("job failed, retrying", "jobId", e.job.ID, "attempt", e.job.Attempt,
-			"maxAttempts", q.cfg.MaxAttempts, "retry_in", wait.String(), "err", herr)
+			"maxAttempts", q.cfg.MaxAttempts, "retry_in", wait.Round(time.Millisecond).String(), "err", herr)
 		q.sleep(ctx, wait) // the next claim delivers the same job again
 		return nil
 	}
@@ -154,7 +154,7 @@ func (q *Queue) record(ctx context.Context, lease Lease, e *entry, write func(co
 			return nil
 		}
 		wait := q.backoff(fails)
-		q.log.Warn("could not record the job, retrying", "jobId", e.job.ID, "err", err, "retry_in", wait.String())
+		q.log.Warn("could not record the job, retrying", "jobId", e.job.ID, "err", err, "retry_in", wait.Round(time.Millisecond).String())
 		q.sleep(ctx, wait)
 		if ctx.Err() != nil {
 			return nil

@@ -136,7 +136,7 @@ func (l *Leader) Acquire(ctx context.Context) error {
 		l.mu.Lock()
 		l.heldTTL = held.TTL
 		l.mu.Unlock()
-		l.log.Info("Lock is held by another worker", "retry_in", l.RetryDelay().String())
+		l.log.Info("Lock is held by another worker", "held_for", held.TTL.Round(time.Millisecond).String())
 	default:
 		l.cfg.Observe("acquire", time.Since(start), "error")
 		l.redisOK.Store(false)
@@ -178,7 +178,7 @@ func (l *Leader) Renew(ctx context.Context) error {
 			l.log.Warn("renew failed and the lease ends before another try", "err", err)
 			return err
 		}
-		l.log.Warn("renew failed, retrying", "err", err, "retry_in", wait.String(),
+		l.log.Warn("renew failed, retrying", "err", err, "retry_in", wait.Round(time.Millisecond).String(),
 			"lease_left_ms", time.Until(lease.Deadline()).Milliseconds())
 		t := time.NewTimer(wait)
 		select {

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"time"
 
 	"github.com/qmuntal/stateless"
 )
@@ -95,7 +96,7 @@ func (m *Machine) stopWork(context.Context, ...any) error {
 
 func (m *Machine) armRetryTimer(context.Context, ...any) error {
 	d := m.cfg.RetryDelay()
-	m.log.Debug("retry timer armed", "retry_in", d.String())
+	m.log.Debug("retry timer armed", "retry_in", d.Round(time.Millisecond).String())
 	m.arm(d, RetryTimer)
 	return nil
 }

@@ -1,0 +1,351 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/redislock"
+)
+
+// lockKey is the daemon's default LOCK_KEY; the queue lives under it.
+const lockKey = "lockworker:leader"
+
+// ClusterConfig describes the processes of a run.
+type ClusterConfig struct {
+	// Binary is the lockworker executable. Required.
+	Binary string
+	// Writer is the job command (the writer, see RunWriter). Required.
+	Writer string
+	// Workers is the number of replicas. Default 3.
+	Workers int
+	// Nodes is the number of Redis nodes: 1 (single node) or 3 (Redlock).
+	// Node 0, the epoch authority and queue, always runs with AOF
+	// (appendfsync always); the others run without persistence. Default 3.
+	Nodes int
+	// TTL, Renew and Retry are LOCK_TTL, RENEW_INTERVAL and RETRY_INTERVAL.
+	// Defaults 1s, 300ms, 250ms.
+	TTL, Renew, Retry time.Duration
+	// NodeTimeout is REDIS_NODE_TIMEOUT. Default TTL/4.
+	NodeTimeout time.Duration
+}
+
+// Cluster is Redis nodes, replicas and the proxies between them: every
+// replica reaches every node through a toxiproxy proxy of its own, so one
+// link can be cut or slowed and a node can restart on a new port while the
+// replicas keep their REDIS_URLS.
+type Cluster struct {
+	cfg   ClusterConfig
+	coord *Coordinator
+	fleet *fleet.Fleet
+	tox   *toxiproxy.ApiServer
+	dir   string
+	nodes []*node
+	slots []*slot
+}
+
+type node struct {
+	idx    int
+	aof    bool
+	dir    string
+	redis  *fleet.Redis
+	client *redis.Client
+}
+
+type slot struct {
+	idx     int
+	gen     int
+	name    string
+	proc    *fleet.Process
+	paused  bool
+	proxies []*toxiproxy.Proxy // by node
+}
+
+func (c *ClusterConfig) defaults() error {
+	if c.Binary == "" || c.Writer == "" {
+		return errors.New("chaos: Binary and Writer are required")
+	}
+	if c.Workers == 0 {
+		c.Workers = 3
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.Nodes != 1 && c.Nodes != 3 {
+		return fmt.Errorf("chaos: Nodes must be 1 or 3, got %d", c.Nodes)
+	}
+	if c.TTL == 0 {
+		c.TTL = time.Second
+	}
+	if c.Renew == 0 {
+		c.Renew = 300 * time.Millisecond
+	}
+	if c.Retry == 0 {
+		c.Retry = 250 * time.Millisecond
+	}
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = c.TTL / 4
+	}
+	return nil
+}
+
+// StartCluster starts the nodes, the proxies and the replicas. Close stops
+// them all, also on error.
+func StartCluster(ctx context.Context, cfg ClusterConfig, coord *Coordinator) (_ *Cluster, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lockworker-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		cfg:   cfg,
+		coord: coord,
+		fleet: fleet.New(context.WithoutCancel(ctx)),
+		tox:   toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()),
+		dir:   dir,
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	for i := range cfg.Nodes {
+		n := &node{idx: i, aof: i == 0, dir: filepath.Join(dir, "redis"+strconv.Itoa(i))}
+		if err := os.Mkdir(n.dir, 0o700); err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+		if err := c.startNode(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cfg.Workers {
+		s := &slot{idx: i}
+		for _, n := range c.nodes {
+			p := toxiproxy.NewProxy(c.tox, fmt.Sprintf("w%d-r%d", i, n.idx), "127.0.0.1:0", n.redis.Addr())
+			if err := p.Start(); err != nil {
+				return nil, fmt.Errorf("chaos: proxy: %w", err)
+			}
+			s.proxies = append(s.proxies, p)
+		}
+		c.slots = append(c.slots, s)
+		if err := c.startWorker(s); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) startNode(ctx context.Context, n *node) error {
+	r, err := c.fleet.StartRedis(ctx, fleet.RedisSpec{Name: "redis" + strconv.Itoa(n.idx), Dir: n.dir, AppendOnly: n.aof})
+	if err != nil {
+		return err
+	}
+	n.redis = r
+	if n.client != nil {
+		_ = n.client.Close()
+	}
+	n.client = redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	return nil
+}
+
+func (c *Cluster) startWorker(s *slot) error {
+	s.gen++
+	s.name = fmt.Sprintf("w%d.%d", s.idx, s.gen)
+	urls := make([]string, len(s.proxies))
+	for i, p := range s.proxies {
+		urls[i] = "redis://" + p.Listen
+	}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"WORKER_ID=" + s.name,
+		"REDIS_URLS=" + strings.Join(urls, ","),
+		"LOCK_TTL=" + c.cfg.TTL.String(),
+		"RENEW_INTERVAL=" + c.cfg.Renew.String(),
+		"RETRY_INTERVAL=" + c.cfg.Retry.String(),
+		"REDIS_NODE_TIMEOUT=" + c.cfg.NodeTimeout.String(),
+		"SHUTDOWN_TIMEOUT=4s",
+		"JOB_HANDLER=exec",
+		"JOB_COMMAND=" + c.cfg.Writer,
+		// Interrupted deliveries count as attempts; a job must never be
+		// dead-lettered merely because faults kept hitting it.
+		"JOB_MAX_ATTEMPTS=100000",
+		"LOG_LEVEL=debug",
+		WriterEnv + "=1",
+		StoreEnv + "=" + c.coord.URL(),
+	}
+	p, err := c.fleet.Start(fleet.Spec{Name: s.name, Path: c.cfg.Binary, Env: env})
+	if err != nil {
+		return err
+	}
+	s.proc, s.paused = p, false
+	return nil
+}
+
+// Queue returns a queue client on node 0, for enqueueing and stats.
+func (c *Cluster) Queue() (*jobs.Queue, error) {
+	return jobs.New(jobs.Config{
+		Client:   c.nodes[0].client,
+		Prefix:   lockKey + ":jobs",
+		EpochKey: redislock.EpochKey(lockKey),
+		Handler: jobs.HandlerFunc(func(context.Context, jobs.Job, int64) error {
+			return errors.New("chaos: this queue client processes nothing")
+		}),
+	})
+}
+
+// Leader returns the running, unpaused replica that says it leads with the
+// highest token, or nil.
+func (c *Cluster) Leader(ctx context.Context) (*slot, int64) {
+	var best *slot
+	var tok int64
+	for _, s := range c.slots {
+		if s.paused || s.proc.Exited() {
+			continue
+		}
+		st, err := s.proc.Status(ctx)
+		if err == nil && st.Leader && (best == nil || st.Token > tok) {
+			best, tok = s, st.Token
+		}
+	}
+	return best, tok
+}
+
+// WaitLeader polls Leader until one answers or limit passes.
+func (c *Cluster) WaitLeader(ctx context.Context, limit time.Duration) (*slot, int64) {
+	deadline := time.Now().Add(limit)
+	for {
+		if s, tok := c.Leader(ctx); s != nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return s, tok
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
+// pause stops a replica (and, if pid > 0, its job's writer).
+func (c *Cluster) pause(s *slot, pid int) error {
+	if err := s.proc.Pause(); err != nil {
+		return err
+	}
+	s.paused = true
+	if pid > 0 {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return err
+		}
+	}
+	// kill(2) returns before every thread has stopped; a thread still
+	// running could read a reply released right after. Wait until all are.
+	for _, id := range []int{s.proc.PID(), pid} {
+		if id > 0 && !waitStopped(id, 5*time.Second) {
+			return fmt.Errorf("chaos: pid %d did not stop within 5s", id)
+		}
+	}
+	return nil
+}
+
+// waitStopped polls until every thread of pid is stopped (state T), pid is
+// gone, or limit passes.
+func waitStopped(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return true // gone: nothing left to run
+		}
+		all := true
+		for _, t := range tasks {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
+			if err != nil {
+				continue
+			}
+			// The state follows the parenthesised command name.
+			if i := strings.LastIndexByte(string(st), ')'); i < 0 || i+2 >= len(st) || (st[i+2] != 'T' && st[i+2] != 't') {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (c *Cluster) resume(s *slot) error {
+	s.paused = false
+	return s.proc.Resume()
+}
+
+// Outputs returns every replica's captured output, for a failed run.
+func (c *Cluster) Outputs() string {
+	var b strings.Builder
+	for _, p := range c.fleet.Processes() {
+		if strings.HasPrefix(p.Name, "redis") {
+			continue
+		}
+		fmt.Fprintf(&b, "===== %s =====\n%s\n", p.Name, p.Output())
+	}
+	return b.String()
+}
+
+// StopWorkers sends SIGTERM to every replica and waits (bounded) for them
+// to exit, so no writer of theirs is left to write after the check.
+func (c *Cluster) StopWorkers(ctx context.Context) {
+	for _, s := range c.slots {
+		if s.paused {
+			_ = c.resume(s)
+		}
+		_ = s.proc.Terminate()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, s := range c.slots {
+		if s.proc.Wait(ctx) != nil {
+			_ = s.proc.Kill()
+			<-s.proc.Done()
+		}
+	}
+}
+
+// Close kills every process, stops the proxies and removes the data.
+func (c *Cluster) Close() error {
+	err := c.fleet.Close()
+	for _, s := range c.slots {
+		for _, p := range s.proxies {
+			p.Stop()
+		}
+	}
+	for _, n := range c.nodes {
+		if n.client != nil {
+			_ = n.client.Close()
+		}
+	}
+	return errors.Join(err, os.RemoveAll(c.dir))
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,252 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+)
+
+// Kind names a fault.
+type Kind string
+
+// The faults the suite injects.
+const (
+	Kill9        Kind = "kill-9"        // SIGKILL a replica, start a new one in its place
+	Pause        Kind = "sigstop"       // SIGSTOP a replica (and its writer mid-write) past the TTL
+	LinkCut      Kind = "link-cut"      // drop all traffic between a replica and Redis nodes
+	LinkDelay    Kind = "link-delay"    // delay that traffic by twice the TTL
+	RedisRestart Kind = "redis-restart" // kill -9 a node and restart it (AOF on node 0 only)
+	Expire       Kind = "pexpire"       // expire the lock early on a majority (a clock jump)
+)
+
+// Kinds lists every fault, in the order the summary prints them.
+var Kinds = []Kind{Kill9, Pause, LinkCut, LinkDelay, RedisRestart, Expire}
+
+// fault is one injected fault: what it hit and when it healed.
+type fault struct {
+	kind   Kind
+	target string
+	leader bool      // the target was the leader
+	token  int64     // its token then
+	healed time.Time // when the cluster was whole again
+}
+
+// injector injects faults into a cluster.
+type injector struct {
+	c   *Cluster
+	rng *rand.Rand
+	ttl time.Duration
+}
+
+// target picks the leader most of the time, another replica otherwise.
+func (in *injector) target(ctx context.Context) (*slot, int64, bool) {
+	if in.rng.IntN(5) > 0 {
+		if s, tok := in.c.WaitLeader(ctx, 5*in.ttl); s != nil {
+			return s, tok, true
+		}
+	}
+	s := in.c.slots[in.rng.IntN(len(in.c.slots))]
+	return s, 0, false
+}
+
+// takeover waits (bounded) until the store accepted a write with a token
+// above tok: another leader has worked since the fault began.
+func (in *injector) takeover(ctx context.Context, tok int64) bool {
+	deadline := time.Now().Add(10*in.ttl + 10*time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if r, ok := in.c.coord.Store().Last(); ok && r.Token > tok {
+			return true
+		}
+		sleep(ctx, 10*time.Millisecond)
+	}
+	return false
+}
+
+// holdFor keeps a fault on a replica in place: until another leader has
+// worked when the replica led, else for about a TTL.
+func (in *injector) holdFor(ctx context.Context, leader bool, tok int64) {
+	if leader {
+		in.takeover(ctx, tok)
+		return
+	}
+	sleep(ctx, in.ttl+time.Duration(in.rng.Int64N(int64(in.ttl))))
+}
+
+func (in *injector) inject(ctx context.Context, k Kind) (fault, error) {
+	switch k {
+	case Kill9:
+		return in.kill9(ctx)
+	case Pause:
+		return in.pause(ctx)
+	case LinkCut:
+		return in.link(ctx, LinkCut, `{"name":"chaos","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`)
+	case LinkDelay:
+		return in.link(ctx, LinkDelay, fmt.Sprintf(`{"name":"chaos","type":"latency","stream":"downstream","attributes":{"latency":%d}}`, 2*in.ttl.Milliseconds()))
+	case RedisRestart:
+		return in.redisRestart(ctx)
+	case Expire:
+		return in.expire(ctx)
+	}
+	return fault{}, fmt.Errorf("chaos: unknown fault %q", k)
+}
+
+func (in *injector) kill9(ctx context.Context) (fault, error) {
+	s, _, leader := in.target(ctx)
+	f := fault{kind: Kill9, target: s.name, leader: leader}
+	if err := s.proc.Kill(); err != nil {
+		return f, err
+	}
+	<-s.proc.Done()
+	if err := in.c.startWorker(s); err != nil {
+		return f, err
+	}
+	f.healed = time.Now()
+	return f, nil
+}
+
+// pause stops the leader while its writer is between Begin and its write,
+// keeps both stopped until another leader has written, then lets the
+// writer go first: its write reaches the store late, with a stale token.
+// The replica is resumed once that write landed or the writer is gone.
+func (in *injector) pause(ctx context.Context) (fault, error) {
+	s, tok, leader := in.target(ctx)
+	f := fault{kind: Pause, target: s.name, leader: leader, token: tok}
+	var b Begin
+	trap := in.c.coord.Arm(s.name)
+	if leader {
+		select {
+		case b = <-trap.Caught():
+		case <-time.After(5 * in.ttl):
+		case <-ctx.Done():
+		}
+	}
+	if b.PID == 0 {
+		in.c.coord.Disarm(trap)
+		if err := in.c.pause(s, 0); err != nil {
+			return f, err
+		}
+		in.holdFor(ctx, leader, tok)
+		f.healed = time.Now()
+		return f, in.c.resume(s)
+	}
+	err := in.c.pause(s, b.PID)
+	// Released only now, so the reply waits unread in the stopped writer.
+	in.c.coord.Disarm(trap)
+	if err != nil {
+		_ = syscall.Kill(b.PID, syscall.SIGCONT)
+		_ = in.c.resume(s)
+		return f, err
+	}
+	in.takeover(ctx, b.Token)
+	n := len(in.c.coord.Store().History())
+	_ = syscall.Kill(b.PID, syscall.SIGCONT)
+	in.lateWrite(ctx, b, n)
+	f.healed = time.Now()
+	return f, in.c.resume(s)
+}
+
+// lateWrite waits (bounded) until the store recorded b's write after
+// position n, or b's process is gone.
+func (in *injector) lateWrite(ctx context.Context, b Begin, n int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		h := in.c.coord.Store().History()
+		for _, r := range h[min(n, len(h)):] {
+			if r.Worker == b.Worker && r.Token == b.Token && r.Seq == b.Seq {
+				return
+			}
+		}
+		if !alive(b.PID) {
+			return
+		}
+		sleep(ctx, 5*time.Millisecond)
+	}
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err == nil && !strings.Contains(string(st), ") Z ")
+}
+
+// link applies a toxic to the target's links: to every node (a partition of
+// the replica) or, one time in four, to one node only.
+func (in *injector) link(ctx context.Context, k Kind, toxic string) (fault, error) {
+	s, tok, leader := in.target(ctx)
+	f := fault{kind: k, target: s.name, leader: leader, token: tok}
+	proxies := s.proxies
+	if len(proxies) > 1 && in.rng.IntN(4) == 0 {
+		i := in.rng.IntN(len(proxies))
+		proxies = proxies[i : i+1]
+		f.target += fmt.Sprintf("->redis%d", i)
+		leader = false // it keeps its majority: wait a TTL, not for a takeover
+	}
+	for _, p := range proxies {
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
+			return f, fmt.Errorf("chaos: toxic on %s: %w", p.Name, err)
+		}
+	}
+	in.holdFor(ctx, leader, tok)
+	for _, p := range proxies {
+		if err := p.Toxics.RemoveToxic(ctx, "chaos"); err != nil {
+			return f, fmt.Errorf("chaos: remove toxic on %s: %w", p.Name, err)
+		}
+	}
+	f.healed = time.Now()
+	return f, nil
+}
+
+// redisRestart kill -9s a node, leaves it down for up to half a TTL and
+// starts it again on its data directory; node 0 replays its AOF, the
+// others come back empty. The proxies then point at the new port.
+func (in *injector) redisRestart(ctx context.Context) (fault, error) {
+	n := in.c.nodes[in.rng.IntN(len(in.c.nodes))]
+	f := fault{kind: RedisRestart, target: fmt.Sprintf("redis%d (aof=%v)", n.idx, n.aof)}
+	if err := n.redis.Kill(); err != nil {
+		return f, err
+	}
+	<-n.redis.Done()
+	sleep(ctx, time.Duration(in.rng.Int64N(int64(in.ttl/2)))) // the outage itself
+	if err := in.c.startNode(ctx, n); err != nil {
+		return f, err
+	}
+	for _, s := range in.c.slots {
+		p := s.proxies[n.idx]
+		if err := p.Update(&toxiproxy.Proxy{Listen: p.Listen, Upstream: n.redis.Addr(), Enabled: true}); err != nil {
+			return f, fmt.Errorf("chaos: repoint %s: %w", p.Name, err)
+		}
+	}
+	f.healed = time.Now()
+	return f, nil
+}
+
+// expire makes the lock key vanish early on a majority of nodes, as a clock
+// jump on those nodes would, while the leader still believes it holds it.
+func (in *injector) expire(ctx context.Context) (fault, error) {
+	nodes := in.c.nodes
+	if len(nodes) > 1 {
+		perm := in.rng.Perm(len(nodes))
+		k := len(nodes)/2 + 1 + in.rng.IntN(len(nodes)-len(nodes)/2)
+		nodes = nil
+		for _, i := range perm[:k] {
+			nodes = append(nodes, in.c.nodes[i])
+		}
+	}
+	f := fault{kind: Expire, target: fmt.Sprintf("%d of %d nodes", len(nodes), len(in.c.nodes))}
+	for _, n := range nodes {
+		if err := n.client.PExpire(ctx, lockKey, time.Millisecond).Err(); err != nil {
+			return f, fmt.Errorf("chaos: pexpire on redis%d: %w", n.idx, err)
+		}
+	}
+	f.healed = time.Now()
+	return f, nil
+}
+
+func syscallCont(pid int) error { return syscall.Kill(pid, syscall.SIGCONT) }

@@ -1,0 +1,349 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/fencecheck"
+)
+
+// Config configures a Run.
+type Config struct {
+	Cluster ClusterConfig
+	// Seed drives every random choice of the run (which fault, which
+	// target, how long an outage lasts). Timing still varies from run to
+	// run; the seed makes the sequence of faults repeatable.
+	Seed uint64
+	// Faults is how many faults to inject. Default 50.
+	Faults int
+	// Kinds are the faults to draw from. Default: all of Kinds.
+	Kinds []Kind
+	// Unfenced switches the store's fencing off (see fencecheck.Config).
+	Unfenced bool
+	// Backlog is how many jobs are kept queued while faults are injected,
+	// so a leader always has work. Default 8.
+	Backlog int
+	// Logf, if set, is told of each fault.
+	Logf func(format string, args ...any)
+}
+
+// KindStats are the figures for one kind of fault.
+type KindStats struct {
+	// Count faults were injected, OnLeader of them on the leader.
+	Count, OnLeader int
+	// Worst and Total time from a heal until a leader's write was accepted.
+	Worst, Total time.Duration
+}
+
+// Summary is the outcome of a run.
+type Summary struct {
+	Seed          uint64
+	Faults        int
+	ByKind        map[Kind]*KindStats
+	Jobs          int
+	LeaderChanges int
+	Accepted      int
+	Rejected      int
+	Violations    []fencecheck.Violation
+	// WorstGap is the longest time between two accepted writes while
+	// faults were being injected: the worst leaderless (or idle) stretch.
+	WorstGap time.Duration
+	// WorstRecovery is the longest time from a heal to the next accepted
+	// write, over all faults.
+	WorstRecovery time.Duration
+	Wall          time.Duration
+	// Logs holds the replicas' output when the run found a violation.
+	Logs string
+}
+
+// Run starts a cluster, keeps jobs flowing, injects cfg.Faults faults one
+// after another, waits until every job is committed, stops the replicas
+// and checks the store's history. An error means the run could not be
+// carried out (or a liveness safety net tripped); violations are in the
+// Summary.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	start := time.Now()
+	if cfg.Faults == 0 {
+		cfg.Faults = 50
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = Kinds
+	}
+	if cfg.Backlog == 0 {
+		cfg.Backlog = 8
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	sum := Summary{Seed: cfg.Seed, ByKind: map[Kind]*KindStats{}}
+	coord, err := NewCoordinator(fencecheck.Config{Unfenced: cfg.Unfenced})
+	if err != nil {
+		return sum, err
+	}
+	defer coord.Close()
+	c, err := StartCluster(ctx, cfg.Cluster, coord)
+	if err != nil {
+		return sum, err
+	}
+	defer c.Close()
+	in := &injector{c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), ttl: c.cfg.TTL}
+
+	jobs := 0
+	topUp := func() error {
+		q, err := c.Queue()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		st, err := q.Stats(ctx)
+		if err != nil {
+			return fmt.Errorf("chaos: queue stats: %w", err)
+		}
+		for i := st.Pending; i < int64(cfg.Backlog); i++ {
+			// An enqueue that fails is not retried: it may have been
+			// applied, and a second one would enqueue the number twice.
+			if _, err := q.Enqueue(ctx, []byte(strconv.Itoa(jobs))); err != nil {
+				return fmt.Errorf("chaos: enqueue job %d: %w", jobs, err)
+			}
+			jobs++
+		}
+		return nil
+	}
+	if err := topUp(); err != nil {
+		return sum, err
+	}
+	if !waitFor(ctx, 30*time.Second, func() bool { _, ok := coord.Store().Last(); return ok }) {
+		return sum, fail(c, "chaos: no job was done within 30s of the start")
+	}
+
+	phase := time.Now()
+	for i := range cfg.Faults {
+		if err := topUp(); err != nil {
+			return sum, err
+		}
+		k := cfg.Kinds[in.rng.IntN(len(cfg.Kinds))]
+		f, err := in.inject(ctx, k)
+		if err != nil {
+			return sum, fmt.Errorf("chaos: fault %d (%s on %s): %w", i+1, k, f.target, err)
+		}
+		var back time.Duration
+		ok := waitFor(ctx, 60*time.Second, func() bool {
+			r, ok := coord.Store().Last()
+			back = r.At.Sub(f.healed)
+			return ok && back >= 0
+		})
+		if !ok {
+			return sum, fail(c, fmt.Sprintf("chaos: liveness: no leader worked within 60s after fault %d (%s on %s) healed", i+1, k, f.target))
+		}
+		ks := sum.ByKind[k]
+		if ks == nil {
+			ks = &KindStats{}
+			sum.ByKind[k] = ks
+		}
+		ks.Count++
+		if f.leader {
+			ks.OnLeader++
+		}
+		ks.Total += back
+		ks.Worst = max(ks.Worst, back)
+		sum.WorstRecovery = max(sum.WorstRecovery, back)
+		sum.Faults++
+		cfg.Logf("fault %d/%d: %s on %s (leader=%v, token %d); a leader worked %s after the heal",
+			i+1, cfg.Faults, k, f.target, f.leader, f.token, back.Round(time.Millisecond))
+	}
+	phaseEnd := time.Now()
+
+	drained := waitFor(ctx, 60*time.Second, func() bool {
+		q, err := c.Queue()
+		if err != nil {
+			return false
+		}
+		st, err := q.Stats(ctx)
+		return err == nil && st.Pending == 0
+	})
+	if !drained {
+		return sum, fail(c, "chaos: liveness: the queue did not drain within 60s after the last fault")
+	}
+	c.StopWorkers(ctx)
+
+	h := coord.Store().History()
+	sum.Jobs = jobs
+	sum.Accepted, sum.Rejected = coord.Store().Counts()
+	sum.Violations = fencecheck.Check(h, jobs)
+	var prev *fencecheck.Record
+	for i := range h {
+		r := &h[i]
+		if !r.Accepted {
+			continue
+		}
+		if prev != nil && r.Token != prev.Token {
+			sum.LeaderChanges++
+		}
+		if prev != nil && !r.At.Before(phase) && !prev.At.After(phaseEnd) {
+			sum.WorstGap = max(sum.WorstGap, r.At.Sub(prev.At))
+		}
+		prev = r
+	}
+	if len(sum.Violations) > 0 {
+		sum.Logs = c.Outputs()
+	}
+	sum.Wall = time.Since(start)
+	return sum, nil
+}
+
+// failure is a run that could not complete, with the replicas' output.
+type failure struct {
+	msg, logs string
+}
+
+func (e *failure) Error() string { return e.msg + "\n" + e.logs }
+
+// fail describes a run that could not go on, with the end of the store's
+// history and the replicas' output.
+func fail(c *Cluster, msg string) error {
+	h := c.coord.Store().History()
+	var b strings.Builder
+	fmt.Fprintf(&b, "last writes (of %d; %d begun since the last reset):\n", len(h), c.coord.Begun())
+	for _, r := range h[max(0, len(h)-10):] {
+		fmt.Fprintf(&b, "  %+v\n", r)
+	}
+	return &failure{msg: msg, logs: b.String() + c.Outputs()}
+}
+
+// waitFor polls cond every 10ms until it holds (true) or limit passes.
+func waitFor(ctx context.Context, limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		sleep(ctx, 10*time.Millisecond)
+	}
+}
+
+// Table renders the summary for people.
+func (s Summary) Table() string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "seed\t%d\n", s.Seed)
+	fmt.Fprintf(w, "faults\t%d\n", s.Faults)
+	fmt.Fprintf(w, "leader changes\t%d\n", s.LeaderChanges)
+	fmt.Fprintf(w, "jobs\t%d\n", s.Jobs)
+	fmt.Fprintf(w, "writes accepted\t%d\n", s.Accepted)
+	fmt.Fprintf(w, "stale writes rejected\t%d\n", s.Rejected)
+	fmt.Fprintf(w, "violations\t%d\n", len(s.Violations))
+	fmt.Fprintf(w, "worst leaderless gap\t%s\n", s.WorstGap.Round(time.Millisecond))
+	fmt.Fprintf(w, "worst recovery after a heal\t%s\n", s.WorstRecovery.Round(time.Millisecond))
+	fmt.Fprintf(w, "wall time\t%s\n", s.Wall.Round(time.Second))
+	fmt.Fprintf(w, "\nfault\tcount\ton leader\trecovery mean\trecovery worst\n")
+	for _, k := range Kinds {
+		ks := s.ByKind[k]
+		if ks == nil {
+			continue
+		}
+		mean := ks.Total / time.Duration(ks.Count)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", k, ks.Count, ks.OnLeader, mean.Round(time.Millisecond), ks.Worst.Round(time.Millisecond))
+	}
+	_ = w.Flush()
+	for _, v := range s.Violations {
+		fmt.Fprintf(&b, "%v\n", v)
+	}
+	return b.String()
+}
+
+// Round is the outcome of one StaleWrites round.
+type Round struct {
+	// Late is the paused leader's write as the store recorded it.
+	Late fencecheck.Record
+	// Violations are what Check found in the round's history.
+	Violations []fencecheck.Violation
+}
+
+// StaleWrites runs the pause scenario rounds times on one cluster: each
+// round enqueues one job, stops its leader (and the job's writer right
+// before it writes) until another replica has taken over and done the job,
+// then lets the stale writer write first. Each round's history is checked
+// on its own.
+func StaleWrites(ctx context.Context, cfg Config, rounds int) ([]Round, error) {
+	scfg := fencecheck.Config{Unfenced: cfg.Unfenced}
+	coord, err := NewCoordinator(scfg)
+	if err != nil {
+		return nil, err
+	}
+	defer coord.Close()
+	c, err := StartCluster(ctx, cfg.Cluster, coord)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	in := &injector{c: c, ttl: c.cfg.TTL}
+	var out []Round
+	for r := range rounds {
+		coord.Reset(scfg)
+		s, _ := c.WaitLeader(ctx, 30*time.Second)
+		if s == nil {
+			return out, fail(c, fmt.Sprintf("chaos: round %d: no leader", r+1))
+		}
+		trap := coord.Arm(s.name)
+		q, err := c.Queue()
+		if err != nil {
+			return out, err
+		}
+		if _, err := q.Enqueue(ctx, []byte("0")); err != nil {
+			return out, err
+		}
+		var b Begin
+		select {
+		case b = <-trap.Caught():
+		case <-time.After(30 * time.Second):
+			coord.Disarm(trap)
+			return out, fail(c, fmt.Sprintf("chaos: round %d: %s did not start the job", r+1, s.name))
+		}
+		err = c.pause(s, b.PID)
+		coord.Disarm(trap)
+		if err != nil {
+			return out, err
+		}
+		if !in.takeover(ctx, b.Token) {
+			return out, fail(c, fmt.Sprintf("chaos: round %d: no replica took over from %s", r+1, s.name))
+		}
+		n := len(coord.Store().History())
+		if err := syscallCont(b.PID); err != nil {
+			return out, err
+		}
+		in.lateWrite(ctx, b, n)
+		if err := c.resume(s); err != nil {
+			return out, err
+		}
+		h := coord.Store().History()
+		var round Round
+		for _, rec := range h {
+			if rec.Token == b.Token && rec.Worker == b.Worker {
+				round.Late = rec
+			}
+		}
+		if round.Late.Worker == "" {
+			return out, errors.New("chaos: the paused writer never wrote (killed before it could)")
+		}
+		round.Violations = fencecheck.Check(h, 1)
+		out = append(out, round)
+		// The next round needs the job committed.
+		if !waitFor(ctx, 30*time.Second, func() bool {
+			st, err := q.Stats(ctx)
+			return err == nil && st.Pending == 0
+		}) {
+			return out, fail(c, fmt.Sprintf("chaos: round %d: the job was not committed", r+1))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/lockworker/lockworker/internal/fencecheck"
+)
+
+// WriterEnv is the variable that turns a test binary into the writer (see
+// RunWriter); StoreEnv carries the coordinator's URL.
+const (
+	WriterEnv = "CHAOS_WRITER"
+	StoreEnv  = "CHAOS_STORE_URL"
+)
+
+// Exit codes of the writer.
+const (
+	exitStale = 3
+	exitError = 1
+)
+
+// RunWriter is the job: run by the exec handler with the job's sequence
+// number on stdin and the LOCKWORKER_* variables in its environment, it
+// reports a Begin (where a test may hold it), then writes its effect to the
+// fenced store. It exits 0 when the store accepted the write, 3 when it was
+// rejected as stale and 1 on any other error. It has no timeout of its own:
+// SIGTERM from the daemon, when leadership ends, ends it.
+func RunWriter(stdin io.Reader, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "writer:", err)
+		if errors.Is(err, fencecheck.ErrStale) {
+			return exitStale
+		}
+		return exitError
+	}
+	in, err := io.ReadAll(io.LimitReader(stdin, 64))
+	if err != nil {
+		return fail(err)
+	}
+	seq, err := strconv.Atoi(strings.TrimSpace(string(in)))
+	if err != nil {
+		return fail(fmt.Errorf("payload %q is not a sequence number", in))
+	}
+	token, err := strconv.ParseInt(os.Getenv("LOCKWORKER_FENCING_TOKEN"), 10, 64)
+	if err != nil {
+		return fail(fmt.Errorf("LOCKWORKER_FENCING_TOKEN: %w", err))
+	}
+	attempt, _ := strconv.Atoi(os.Getenv("LOCKWORKER_JOB_ATTEMPT"))
+	w := fencecheck.Write{
+		Worker:  os.Getenv("LOCKWORKER_WORKER_ID"),
+		Token:   token,
+		JobID:   os.Getenv("LOCKWORKER_JOB_ID"),
+		Seq:     seq,
+		Attempt: attempt,
+	}
+	url := os.Getenv(StoreEnv)
+	ctx := context.Background()
+	c := &http.Client{}
+	body, _ := json.Marshal(Begin{Write: w, PID: os.Getpid()})
+	resp, err := c.Post(url+"/begin", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return fail(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err := fencecheck.Post(ctx, c, url, w); err != nil {
+		return fail(err)
+	}
+	return 0
+}

@@ -1,0 +1,46 @@
+// Package fencecheck is the referee of the fault tests: a fenced store that
+// records every write made on behalf of a job, and a check of the recorded
+// history.
+//
+// A write carries the worker that made it, its fencing token, the job's ID
+// and the job's sequence number (its position in enqueue order, 0-based).
+// With fencing on, Store.Write rejects a token below the highest token it
+// has accepted, as a store guarding a real side effect would; every write,
+// accepted or rejected, is recorded in arrival order. Handler puts the store
+// behind HTTP so other processes can write to it.
+//
+// # What Check calls a violation
+//
+// Delivery is at-least-once, so a job's effect may legitimately be accepted
+// twice: a leader writes it, loses its lease before the queue's commit, and
+// the next leader (with a higher token) runs the job again. Check therefore
+// looks at the accepted writes in arrival order and allows exactly that:
+//
+//   - TokenDecreased: an accepted token below one accepted before it. Two
+//     leaders' effects interleaved, which is the split brain fencing exists
+//     to prevent (a stale leader's write landing after its successor's).
+//   - TokenReused: one token used by two workers (accepted or not). Tokens
+//     must be unique per leadership.
+//   - Duplicated: a job's effect accepted twice under the same token. One
+//     leadership runs a job to completion once; a redo needs a new leader.
+//   - Reordered: an effect for a job other than the next one, or (at a
+//     change of token) other than the last one or the next one. A new leader
+//     resumes right after the last committed job, so it may redo only the
+//     job whose commit was lost.
+//   - Lost: a job whose effect was never accepted, found as a gap or at the
+//     end (fewer effects than jobs).
+//   - Mismatch: one sequence number seen with two job IDs, or a number
+//     outside [0, jobs).
+//
+// So, once a change of token has collapsed at most one redo, the accepted
+// effects must read exactly 0, 1, ..., jobs-1.
+//
+// # What it does not do
+//
+// Check judges one history against one queue that starts empty and whose
+// jobs were enqueued in sequence order. It knows nothing of time: a leader
+// that does nothing wrong while another also believes it leads is not a
+// violation (only its effects are judged). A store with fencing off
+// (Config.Unfenced) accepts everything, so that Check can be shown to catch
+// what fencing prevents.
+package fencecheck

@@ -1,0 +1,104 @@
+package fencecheck
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Write is one effect a job asks the store to apply.
+type Write struct {
+	// Worker names the replica whose job made the write.
+	Worker string `json:"worker"`
+	// Token is the fencing token the job ran under.
+	Token int64 `json:"token"`
+	// JobID is the queue's ID of the job.
+	JobID string `json:"jobId"`
+	// Seq is the job's position in enqueue order, from 0.
+	Seq int `json:"seq"`
+	// Attempt is the queue's delivery count, for people reading a history.
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// Record is a write as the store saw it.
+type Record struct {
+	Write
+	// Index is the write's position in the history, from 0.
+	Index int `json:"index"`
+	// At is when the store received it.
+	At time.Time `json:"at"`
+	// Accepted is false for a write rejected as stale.
+	Accepted bool `json:"accepted"`
+	// Highest is the highest accepted token before this write.
+	Highest int64 `json:"highest"`
+}
+
+// Config configures a Store.
+type Config struct {
+	// Unfenced makes the store accept every write, stale or not: the switch
+	// that shows Check catches what fencing prevents. Default false.
+	Unfenced bool
+	// Now stamps records. Default time.Now.
+	Now func() time.Time
+}
+
+// Store is a fenced store that records every write. It is safe for
+// concurrent use.
+type Store struct {
+	cfg Config
+
+	mu       sync.Mutex
+	highest  int64
+	history  []Record
+	accepted int
+}
+
+// NewStore returns an empty store.
+func NewStore(cfg Config) *Store {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Store{cfg: cfg}
+}
+
+// Write applies w unless fencing is on and w.Token is below the highest
+// token accepted so far (an equal token is the same leadership writing
+// again). It records w either way and returns the record.
+func (s *Store) Write(w Write) Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Record{Write: w, Index: len(s.history), At: s.cfg.Now(), Highest: s.highest}
+	r.Accepted = s.cfg.Unfenced || w.Token >= s.highest
+	if r.Accepted {
+		s.highest = max(s.highest, w.Token)
+		s.accepted++
+	}
+	s.history = append(s.history, r)
+	return r
+}
+
+// History returns every write so far, in arrival order.
+func (s *Store) History() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.history)
+}
+
+// Counts returns how many writes were accepted and rejected.
+func (s *Store) Counts() (accepted, rejected int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted, len(s.history) - s.accepted
+}
+
+// Last returns the last accepted write and whether there is one.
+func (s *Store) Last() (Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].Accepted {
+			return s.history[i], true
+		}
+	}
+	return Record{}, false
+}
