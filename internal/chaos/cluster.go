@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,6 +41,8 @@ type ClusterConfig struct {
 	TTL, Renew, Retry time.Duration
 	// NodeTimeout is REDIS_NODE_TIMEOUT. Default TTL/4.
 	NodeTimeout time.Duration
+	// Work is how long each job works before its write. Default 20ms.
+	Work time.Duration
 }
 
 // Cluster is Redis nodes, replicas and the proxies between them: every
@@ -54,6 +57,11 @@ type Cluster struct {
 	dir   string
 	nodes []*node
 	slots []*slot
+
+	// nodesMu is held for reading while the node clients are used from
+	// another goroutine (the enqueuer) and for writing while a node is
+	// down or its client replaced, so no enqueue lands in a restart.
+	nodesMu sync.RWMutex
 }
 
 type node struct {
@@ -97,6 +105,9 @@ func (c *ClusterConfig) defaults() error {
 	}
 	if c.NodeTimeout == 0 {
 		c.NodeTimeout = c.TTL / 4
+	}
+	if c.Work == 0 {
+		c.Work = 20 * time.Millisecond
 	}
 	return nil
 }
@@ -187,6 +198,7 @@ func (c *Cluster) startWorker(s *slot) error {
 		"LOG_LEVEL=debug",
 		WriterEnv + "=1",
 		StoreEnv + "=" + c.coord.URL(),
+		WorkEnv + "=" + c.cfg.Work.String(),
 	}
 	p, err := c.fleet.Start(fleet.Spec{Name: s.name, Path: c.cfg.Binary, Env: env})
 	if err != nil {
@@ -196,7 +208,8 @@ func (c *Cluster) startWorker(s *slot) error {
 	return nil
 }
 
-// Queue returns a queue client on node 0, for enqueueing and stats.
+// Queue returns a queue client on node 0, for enqueueing and stats; hold
+// nodesMu for reading while using it.
 func (c *Cluster) Queue() (*jobs.Queue, error) {
 	return jobs.New(jobs.Config{
 		Client:   c.nodes[0].client,

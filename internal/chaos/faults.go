@@ -209,6 +209,8 @@ func (in *injector) link(ctx context.Context, k Kind, toxic string) (fault, erro
 func (in *injector) redisRestart(ctx context.Context) (fault, error) {
 	n := in.c.nodes[in.rng.IntN(len(in.c.nodes))]
 	f := fault{kind: RedisRestart, target: fmt.Sprintf("redis%d (aof=%v)", n.idx, n.aof)}
+	in.c.nodesMu.Lock()
+	defer in.c.nodesMu.Unlock()
 	if err := n.redis.Kill(); err != nil {
 		return f, err
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -27,7 +28,7 @@ type Config struct {
 	// Unfenced switches the store's fencing off (see fencecheck.Config).
 	Unfenced bool
 	// Backlog is how many jobs are kept queued while faults are injected,
-	// so a leader always has work. Default 8.
+	// so a leader always has work. Default 16.
 	Backlog int
 	// Logf, if set, is told of each fault.
 	Logf func(format string, args ...any)
@@ -76,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		cfg.Kinds = Kinds
 	}
 	if cfg.Backlog == 0 {
-		cfg.Backlog = 8
+		cfg.Backlog = 16
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -94,40 +95,40 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	defer c.Close()
 	in := &injector{c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), ttl: c.cfg.TTL}
 
-	jobs := 0
-	topUp := func() error {
-		q, err := c.Queue()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		st, err := q.Stats(ctx)
-		if err != nil {
-			return fmt.Errorf("chaos: queue stats: %w", err)
-		}
-		for i := st.Pending; i < int64(cfg.Backlog); i++ {
-			// An enqueue that fails is not retried: it may have been
-			// applied, and a second one would enqueue the number twice.
-			if _, err := q.Enqueue(ctx, []byte(strconv.Itoa(jobs))); err != nil {
-				return fmt.Errorf("chaos: enqueue job %d: %w", jobs, err)
+	// The enqueuer keeps cfg.Backlog jobs queued so a leader always has
+	// work, and stops at the first error: an enqueue that failed may have
+	// been applied, and retrying it could enqueue a number twice.
+	var (
+		jobs     int // enqueued; the enqueuer's until it is stopped
+		enqErr   error
+		stopEnq  = make(chan struct{})
+		enqDone  = make(chan struct{})
+		stopOnce sync.Once
+	)
+	stopEnqueuer := func() {
+		stopOnce.Do(func() { close(stopEnq) })
+		<-enqDone
+	}
+	go func() {
+		defer close(enqDone)
+		for {
+			if enqErr = topUp(ctx, c, &jobs, cfg.Backlog); enqErr != nil {
+				return
 			}
-			jobs++
+			select {
+			case <-stopEnq:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
-		return nil
-	}
-	if err := topUp(); err != nil {
-		return sum, err
-	}
+	}()
+	defer stopEnqueuer()
 	if !waitFor(ctx, 30*time.Second, func() bool { _, ok := coord.Store().Last(); return ok }) {
 		return sum, fail(c, "chaos: no job was done within 30s of the start")
 	}
 
 	phase := time.Now()
 	for i := range cfg.Faults {
-		if err := topUp(); err != nil {
-			return sum, err
-		}
 		k := cfg.Kinds[in.rng.IntN(len(cfg.Kinds))]
 		f, err := in.inject(ctx, k)
 		if err != nil {
@@ -159,6 +160,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			i+1, cfg.Faults, k, f.target, f.leader, f.token, back.Round(time.Millisecond))
 	}
 	phaseEnd := time.Now()
+	stopEnqueuer()
+	if enqErr != nil {
+		return sum, enqErr
+	}
 
 	drained := waitFor(ctx, 60*time.Second, func() bool {
 		q, err := c.Queue()
@@ -196,6 +201,29 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	sum.Wall = time.Since(start)
 	return sum, nil
+}
+
+// topUp enqueues jobs, numbered from *jobs on, until backlog are pending.
+func topUp(ctx context.Context, c *Cluster, jobs *int, backlog int) error {
+	c.nodesMu.RLock()
+	defer c.nodesMu.RUnlock()
+	q, err := c.Queue()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return fmt.Errorf("chaos: queue stats: %w", err)
+	}
+	for i := st.Pending; i < int64(backlog); i++ {
+		if _, err := q.Enqueue(ctx, []byte(strconv.Itoa(*jobs))); err != nil {
+			return fmt.Errorf("chaos: enqueue job %d: %w", *jobs, err)
+		}
+		*jobs++
+	}
+	return nil
 }
 
 // failure is a run that could not complete, with the replicas' output.

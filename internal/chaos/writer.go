@@ -11,15 +11,18 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockworker/lockworker/internal/fencecheck"
 )
 
 // WriterEnv is the variable that turns a test binary into the writer (see
 // RunWriter); StoreEnv carries the coordinator's URL.
+// WorkEnv is how long the job works between Begin and its write.
 const (
 	WriterEnv = "CHAOS_WRITER"
 	StoreEnv  = "CHAOS_STORE_URL"
+	WorkEnv   = "CHAOS_WORK"
 )
 
 // Exit codes of the writer.
@@ -30,7 +33,7 @@ const (
 
 // RunWriter is the job: run by the exec handler with the job's sequence
 // number on stdin and the LOCKWORKER_* variables in its environment, it
-// reports a Begin (where a test may hold it), then writes its effect to the
+// reports a Begin (where a test may hold it), works for CHAOS_WORK, then writes its effect to the
 // fenced store. It exits 0 when the store accepted the write, 3 when it was
 // rejected as stale and 1 on any other error. It has no timeout of its own:
 // SIGTERM from the daemon, when leadership ends, ends it.
@@ -72,6 +75,10 @@ func RunWriter(stdin io.Reader, stderr io.Writer) int {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	// The work: a window in which faults find the job mid-write.
+	if d, err := time.ParseDuration(os.Getenv(WorkEnv)); err == nil {
+		time.Sleep(d)
+	}
 	if err := fencecheck.Post(ctx, c, url, w); err != nil {
 		return fail(err)
 	}
