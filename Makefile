@@ -22,9 +22,11 @@ run: build
 demo: redis-server build
 	./$(BIN) demo
 
-## test: everything, with the race detector, against real redis-server processes.
+## test: everything, with the race detector, against real redis-server
+## processes; the bench module's own tests too, so the benchmarks cannot rot.
 test: redis-server
 	$(GO) test -race -count=1 ./...
+	cd bench && $(GO) test -race -count=1 ./...
 
 ## bench: lockworker's lock against bsm/redislock and redsync, and the idle
 ## cost of a leader and a follower (about 3 minutes; BENCH_FLAGS=-idle=10s
@@ -38,6 +40,14 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -benchtime=3000x -count=5 ./internal/jobs
 
+## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
+## table and fails on any safety violation. SEED=n repeats a run's faults.
+FAULTS ?= 200
+chaos: redis-server
+	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
+	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/chaos \
+		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS)
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -47,9 +57,11 @@ fmt:
 
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 lint:
 	$(GO) run $(STATICCHECK) ./...
+	cd bench && $(GO) run $(STATICCHECK) ./...
 
 ## redis-server: installed from Debian's packages when missing.
 redis-server:

@@ -35,12 +35,6 @@ func newClients(addrs []string, o options) []*redis.Client {
 	return cs
 }
 
-func closeClients(cs []*redis.Client) {
-	for _, c := range cs {
-		_ = c.Close()
-	}
-}
-
 // describeClients says what newClient sets, for the report.
 func describeClients(o options) string {
 	return fmt.Sprintf("PoolSize %d, MaxRetries -1, ContextTimeoutEnabled true, Dial/Read/WriteTimeout %s, RESP3 (go-redis default)",
