@@ -30,7 +30,7 @@ type Locker struct {
 
 	lockKeys  []string // K, K:holder
 	acqKeys   []string // K, K:holder, K:epoch, K:epoch:last
-	epochKeys []string // K:epoch, K:epoch:last
+	epochKeys []string // K:epoch, K:epoch:last, K, K:holder
 }
 
 // New validates cfg and returns a Locker. Every invariant is checked and all
@@ -61,7 +61,7 @@ func New(cfg Config) (*Locker, error) {
 		quorum:      len(cfg.Nodes)/2 + 1,
 		lockKeys:    []string{k, HolderKey(k)},
 		acqKeys:     []string{k, HolderKey(k), EpochKey(k), epochTagKey(k)},
-		epochKeys:   []string{EpochKey(k), epochTagKey(k)},
+		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, HolderKey(k)},
 	}, nil
 }
 
@@ -120,12 +120,16 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	}
 	if len(yes) >= l.quorum && elapsed < l.validity {
 		if !l.inlineEpoch {
-			t, err := l.bumpEpoch(ctx, value)
+			t, recorded, err := l.bumpEpoch(ctx, value)
 			if err != nil {
 				return fail(fmt.Errorf("redislock: quorum won but the fencing epoch bump failed, released: %w", err))
 			}
 			token = t
-			l.recordToken(ctx, yes, value, token)
+			if !recorded {
+				// The authority holds no key of ours, so Holder would find
+				// the token on no node: write it where the quorum is.
+				l.recordToken(ctx, yes, value, token)
+			}
 		}
 		if now := l.now(); !now.Before(deadline) {
 			return fail(fmt.Errorf("redislock: acquire took %s, past the lease validity %s, released",
@@ -177,15 +181,21 @@ func (l *Locker) retryAfter(pttls []int64) time.Duration {
 	return ttls[k-1]
 }
 
-// bumpEpoch bumps the epoch once for value on the epoch authority.
-func (l *Locker) bumpEpoch(ctx context.Context, value string) (int64, error) {
+// bumpEpoch bumps the epoch once for value on the epoch authority. recorded
+// says the authority is also a lock node holding value, and its holder hash
+// now carries the token (Holder takes the token from any node of the
+// holder's quorum, for display only).
+func (l *Locker) bumpEpoch(ctx context.Context, value string) (token int64, recorded bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
 	defer cancel()
-	t, err := epochScript.Run(ctx, l.epoch, l.epochKeys, value).Int64()
-	if err != nil {
-		return 0, &NodeError{Node: "epoch authority", Err: err}
+	v, err := epochScript.Run(ctx, l.epoch, l.epochKeys, value).Int64Slice()
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("unexpected epoch reply of %d values", len(v))
 	}
-	return t, nil
+	if err != nil {
+		return 0, false, &NodeError{Node: "epoch authority", Err: err}
+	}
+	return v[0], v[1] == 1, nil
 }
 
 // recordToken writes the token into the holder hash of the nodes that

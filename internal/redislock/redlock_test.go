@@ -290,3 +290,43 @@ func TestRedlockTokensAcrossQuorums(t *testing.T) {
 		}
 	}
 }
+
+// With the default epoch authority (node 0, also a lock node), the epoch
+// bump records the token in node 0's holder hash in the same script; when
+// node 0 did not grant, the token is written to the nodes that did. Either
+// way Holder shows the lease's token.
+func TestRedlockTokenRecordedForHolder(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	check := func(lease *Lease, recordedOn []int) {
+		t.Helper()
+		h, err := l.Holder(ctx)
+		if err != nil || !h.Held || h.Token != lease.Token() || h.Epoch != lease.Token() {
+			t.Fatalf("holder %+v, %v (lease token %d)", h, err, lease.Token())
+		}
+		for _, i := range recordedOn {
+			if tok, _ := c.admins[i].HGet(ctx, HolderKey(key), "token").Int64(); tok != lease.Token() {
+				t.Fatalf("node %d records token %d, want %d", i, tok, lease.Token())
+			}
+		}
+	}
+	a, err := l.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(a, []int{0}) // the authority's script wrote it
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	c.admins[0].Set(ctx, key, "foreign", 10*time.Second)
+	b, err := l.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(b, []int{1, 2})
+	if b.Token() != a.Token()+1 {
+		t.Fatalf("tokens %d then %d", a.Token(), b.Token())
+	}
+}

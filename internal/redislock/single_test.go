@@ -168,10 +168,15 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 		t.Fatalf("next value: %v, want token 2", v)
 	}
 	// The Redlock epoch bump is idempotent the same way.
-	ek := []string{EpochKey(key), epochTagKey(key)}
-	t1, _ := epochScript.Run(ctx, c, ek, "value-3").Int64()
-	t2, _ := epochScript.Run(ctx, c, ek, "value-3").Int64()
-	t3, _ := epochScript.Run(ctx, c, ek, "value-4").Int64()
+	ek := []string{EpochKey(key), epochTagKey(key), key, HolderKey(key)}
+	bump := func(v string) int64 {
+		r, err := epochScript.Run(ctx, c, ek, v).Int64Slice()
+		if err != nil || len(r) != 2 {
+			t.Fatalf("epoch bump: %v %v", r, err)
+		}
+		return r[0]
+	}
+	t1, t2, t3 := bump("value-3"), bump("value-3"), bump("value-4")
 	if t1 != 3 || t2 != 3 || t3 != 4 {
 		t.Fatalf("epoch bumps %d, %d, %d: want 3, 3, 4", t1, t2, t3)
 	}

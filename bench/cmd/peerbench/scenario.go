@@ -29,9 +29,9 @@ const (
 		"keys and PUBLISHes a release notice; bsm runs one SET NX in a script, redsync sends a bare SET NX, and " +
 		"both release with a compare-and-delete. With one goroutine that work is on every cycle's path; with " +
 		"many, Redis's single thread is the bottleneck and ops/s fall in proportion."
-	whyRedlock = "with several nodes lockworker's acquire is three sequential round trips: the quorum SET " +
-		"on all nodes, then the epoch bump on the epoch authority, then the token written into the holder " +
-		"hash on the nodes that granted; redsync's is one. Four round trips a cycle against two: that is " +
+	whyRedlock = "with several nodes lockworker's acquire is two sequential round trips: the quorum SET " +
+		"on all nodes, then the epoch bump on the epoch authority (node 1, which also records the token for " +
+		"status when it granted); redsync's is one. Three round trips a cycle against two: that is " +
 		"what a fencing token that is monotonic across quorums costs (per-node counters would be cheaper, " +
 		"and unsafe)."
 	whyContended = "the winner's cycle is lockworker's longer one (epoch, holder hash, PUBLISH on release), " +
