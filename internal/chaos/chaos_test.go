@@ -18,28 +18,26 @@ import (
 var (
 	long   = flag.Bool("chaos.long", false, "run the long chaos run (make chaos) instead of the short one")
 	seed   = flag.Uint64("chaos.seed", 0, "seed of the fault sequence; 0 picks one from the clock")
-	faults = flag.Int("chaos.faults", 0, "number of faults; default 50 short, 300 long")
+	faults = flag.Int("chaos.faults", 0, "number of faults; default 50 short, 200 long")
 )
 
-// binary is the lockworker built once for the package.
-var binary string
+// binary and writer are the lockworker and chaoswriter built once for the
+// package (without -race: they are the system under test, not the test).
+var binary, writer string
 
-// TestMain builds lockworker, and doubles as the job's writer: the replicas
-// run this test binary with CHAOS_WRITER set as their JOB_COMMAND.
 func TestMain(m *testing.M) {
-	if os.Getenv(chaos.WriterEnv) != "" {
-		os.Exit(chaos.RunWriter(os.Stdin, os.Stderr))
-	}
 	dir, err := os.MkdirTemp("", "lockworker-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "lockworker")
-	build := exec.Command("go", "build", "-o", binary, "github.com/lockworker/lockworker/cmd/lockworker")
+	binary, writer = filepath.Join(dir, "lockworker"), filepath.Join(dir, "chaoswriter")
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/lockworker/lockworker/cmd/lockworker",
+		"github.com/lockworker/lockworker/internal/chaos/cmd/chaoswriter")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build lockworker:", err)
+		fmt.Fprintln(os.Stderr, "build lockworker and chaoswriter:", err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -47,16 +45,25 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// cluster is the default cluster. The processes' logs are kept in a
+// directory named in the output when the test fails.
 func cluster(t *testing.T) chaos.ClusterConfig {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}
-	exe, err := os.Executable()
+	logs, err := os.MkdirTemp("", "lockworker-chaos-logs-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return chaos.ClusterConfig{Binary: binary, Writer: exe}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("process logs kept in %s", logs)
+			return
+		}
+		_ = os.RemoveAll(logs)
+	})
+	return chaos.ClusterConfig{Binary: binary, Writer: writer, LogDir: logs}
 }
 
 // TestChaos is the fault-injection suite: with fencing on, no violation
@@ -69,7 +76,7 @@ func TestChaos(t *testing.T) {
 	if cfg.Faults == 0 {
 		cfg.Faults = 50
 		if *long {
-			cfg.Faults = 300
+			cfg.Faults = 200
 		}
 	}
 	if *long {
@@ -82,12 +89,13 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
-	t.Logf("summary:\n%s", sum.Table())
 	if *long {
 		fmt.Printf("chaos summary\n%s", sum.Table())
+	} else {
+		t.Logf("summary:\n%s", sum.Table())
 	}
 	if len(sum.Violations) > 0 {
-		t.Errorf("seed %d: %d violations; replica output:\n%s", cfg.Seed, len(sum.Violations), sum.Logs)
+		t.Errorf("seed %d: %d violations", cfg.Seed, len(sum.Violations))
 	}
 	if sum.Rejected == 0 {
 		t.Errorf("seed %d: no stale write was rejected: the faults never bit", cfg.Seed)

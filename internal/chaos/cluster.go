@@ -28,7 +28,7 @@ const lockKey = "lockworker:leader"
 type ClusterConfig struct {
 	// Binary is the lockworker executable. Required.
 	Binary string
-	// Writer is the job command (the writer, see RunWriter). Required.
+	// Writer is the job command: cmd/chaoswriter, see RunWriter. Required.
 	Writer string
 	// Workers is the number of replicas. Default 3.
 	Workers int
@@ -43,6 +43,9 @@ type ClusterConfig struct {
 	NodeTimeout time.Duration
 	// Work is how long each job works before its write. Default 20ms.
 	Work time.Duration
+	// LogDir, if set, receives each process's output (<name>.log) on
+	// Close. Replicas log at debug level.
+	LogDir string
 }
 
 // Cluster is Redis nodes, replicas and the proxies between them: every
@@ -196,7 +199,6 @@ func (c *Cluster) startWorker(s *slot) error {
 		// dead-lettered merely because faults kept hitting it.
 		"JOB_MAX_ATTEMPTS=100000",
 		"LOG_LEVEL=debug",
-		WriterEnv + "=1",
 		StoreEnv + "=" + c.coord.URL(),
 		WorkEnv + "=" + c.cfg.Work.String(),
 	}
@@ -306,16 +308,22 @@ func (c *Cluster) resume(s *slot) error {
 	return s.proc.Resume()
 }
 
-// Outputs returns every replica's captured output, for a failed run.
-func (c *Cluster) Outputs() string {
-	var b strings.Builder
-	for _, p := range c.fleet.Processes() {
-		if strings.HasPrefix(p.Name, "redis") {
-			continue
-		}
-		fmt.Fprintf(&b, "===== %s =====\n%s\n", p.Name, p.Output())
+// saveLogs writes each replica's captured output (the last 4 MiB) and each
+// node's log to LogDir.
+func (c *Cluster) saveLogs() error {
+	if c.cfg.LogDir == "" {
+		return nil
 	}
-	return b.String()
+	var errs []error
+	for _, p := range c.fleet.Processes() {
+		errs = append(errs, os.WriteFile(filepath.Join(c.cfg.LogDir, p.Name+".log"), []byte(p.Output()), 0o600))
+	}
+	for _, n := range c.nodes {
+		if n.redis != nil {
+			errs = append(errs, os.WriteFile(filepath.Join(c.cfg.LogDir, fmt.Sprintf("redis%d-server.log", n.idx)), []byte(n.redis.Log()), 0o600))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // StopWorkers sends SIGTERM to every replica and waits (bounded) for them
@@ -340,6 +348,7 @@ func (c *Cluster) StopWorkers(ctx context.Context) {
 // Close kills every process, stops the proxies and removes the data.
 func (c *Cluster) Close() error {
 	err := c.fleet.Close()
+	err = errors.Join(err, c.saveLogs())
 	for _, s := range c.slots {
 		for _, p := range s.proxies {
 			p.Stop()

@@ -70,7 +70,8 @@ func (in *injector) takeover(ctx context.Context, tok int64) bool {
 }
 
 // holdFor keeps a fault on a replica in place: until another leader has
-// worked when the replica led, else for about a TTL.
+// worked when the replica led, else for one to two TTLs (the outage's
+// length, not a wait for anything).
 func (in *injector) holdFor(ctx context.Context, leader bool, tok int64) {
 	if leader {
 		in.takeover(ctx, tok)
@@ -98,8 +99,8 @@ func (in *injector) inject(ctx context.Context, k Kind) (fault, error) {
 }
 
 func (in *injector) kill9(ctx context.Context) (fault, error) {
-	s, _, leader := in.target(ctx)
-	f := fault{kind: Kill9, target: s.name, leader: leader}
+	s, tok, leader := in.target(ctx)
+	f := fault{kind: Kill9, target: s.name, leader: leader, token: tok}
 	if err := s.proc.Kill(); err != nil {
 		return f, err
 	}
@@ -116,7 +117,12 @@ func (in *injector) kill9(ctx context.Context) (fault, error) {
 // writer go first: its write reaches the store late, with a stale token.
 // The replica is resumed once that write landed or the writer is gone.
 func (in *injector) pause(ctx context.Context) (fault, error) {
-	s, tok, leader := in.target(ctx)
+	// Always the leader when there is one: this is the fault that must bite.
+	s, tok := in.c.WaitLeader(ctx, 5*in.ttl)
+	leader := s != nil
+	if !leader {
+		s = in.c.slots[in.rng.IntN(len(in.c.slots))]
+	}
 	f := fault{kind: Pause, target: s.name, leader: leader, token: tok}
 	var b Begin
 	trap := in.c.coord.Arm(s.name)
@@ -242,6 +248,10 @@ func (in *injector) expire(ctx context.Context) (fault, error) {
 		}
 	}
 	f := fault{kind: Expire, target: fmt.Sprintf("%d of %d nodes", len(nodes), len(in.c.nodes))}
+	if s, tok := in.c.Leader(ctx); s != nil {
+		f.leader, f.token = true, tok
+		f.target += " (lock of " + s.name + ")"
+	}
 	for _, n := range nodes {
 		if err := n.client.PExpire(ctx, lockKey, time.Millisecond).Err(); err != nil {
 			return f, fmt.Errorf("chaos: pexpire on redis%d: %w", n.idx, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ type Config struct {
 	// target, how long an outage lasts). Timing still varies from run to
 	// run; the seed makes the sequence of faults repeatable.
 	Seed uint64
-	// Faults is how many faults to inject. Default 50.
+	// Faults is how many faults to inject, dealt from a shuffled deck of
+	// Kinds (each kind once per len(Kinds) faults). Default 50.
 	Faults int
 	// Kinds are the faults to draw from. Default: all of Kinds.
 	Kinds []Kind
@@ -59,8 +61,6 @@ type Summary struct {
 	// write, over all faults.
 	WorstRecovery time.Duration
 	Wall          time.Duration
-	// Logs holds the replicas' output when the run found a violation.
-	Logs string
 }
 
 // Run starts a cluster, keeps jobs flowing, injects cfg.Faults faults one
@@ -127,9 +127,22 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fail(c, "chaos: no job was done within 30s of the start")
 	}
 
+	// Faults are dealt from a shuffled deck of the kinds, so every kind
+	// comes up once in each len(Kinds) faults.
+	var deck []Kind
 	phase := time.Now()
 	for i := range cfg.Faults {
-		k := cfg.Kinds[in.rng.IntN(len(cfg.Kinds))]
+		select {
+		case <-enqDone:
+			return sum, enqErr
+		default:
+		}
+		if len(deck) == 0 {
+			deck = slices.Clone(cfg.Kinds)
+			in.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		k := deck[0]
+		deck = deck[1:]
 		f, err := in.inject(ctx, k)
 		if err != nil {
 			return sum, fmt.Errorf("chaos: fault %d (%s on %s): %w", i+1, k, f.target, err)
@@ -196,9 +209,6 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 		prev = r
 	}
-	if len(sum.Violations) > 0 {
-		sum.Logs = c.Outputs()
-	}
 	sum.Wall = time.Since(start)
 	return sum, nil
 }
@@ -226,23 +236,16 @@ func topUp(ctx context.Context, c *Cluster, jobs *int, backlog int) error {
 	return nil
 }
 
-// failure is a run that could not complete, with the replicas' output.
-type failure struct {
-	msg, logs string
-}
-
-func (e *failure) Error() string { return e.msg + "\n" + e.logs }
-
 // fail describes a run that could not go on, with the end of the store's
-// history and the replicas' output.
+// history (the replicas' output goes to ClusterConfig.LogDir).
 func fail(c *Cluster, msg string) error {
 	h := c.coord.Store().History()
 	var b strings.Builder
-	fmt.Fprintf(&b, "last writes (of %d; %d begun since the last reset):\n", len(h), c.coord.Begun())
+	fmt.Fprintf(&b, "%s\nlast writes (of %d; %d begun since the last reset):", msg, len(h), c.coord.Begun())
 	for _, r := range h[max(0, len(h)-10):] {
-		fmt.Fprintf(&b, "  %+v\n", r)
+		fmt.Fprintf(&b, "\n  %+v", r)
 	}
-	return &failure{msg: msg, logs: b.String() + c.Outputs()}
+	return errors.New(b.String())
 }
 
 // waitFor polls cond every 10ms until it holds (true) or limit passes.

@@ -16,13 +16,11 @@ import (
 	"github.com/lockworker/lockworker/internal/fencecheck"
 )
 
-// WriterEnv is the variable that turns a test binary into the writer (see
-// RunWriter); StoreEnv carries the coordinator's URL.
-// WorkEnv is how long the job works between Begin and its write.
+// The writer's environment: StoreEnv is the coordinator's URL, WorkEnv how
+// long the job works between Begin and its write.
 const (
-	WriterEnv = "CHAOS_WRITER"
-	StoreEnv  = "CHAOS_STORE_URL"
-	WorkEnv   = "CHAOS_WORK"
+	StoreEnv = "CHAOS_STORE_URL"
+	WorkEnv  = "CHAOS_WORK"
 )
 
 // Exit codes of the writer.

@@ -1,0 +1,52 @@
+// Package chaos is the fault-injection suite: it runs real lockworker
+// replicas against real redis-servers, injects faults, and has every job's
+// effect judged by a fenced store (package fencecheck).
+//
+// # Set-up
+//
+// A Coordinator serves a fencecheck.Store on loopback. Three replicas run
+// with JOB_HANDLER=exec; their JOB_COMMAND is a writer (RunWriter, built
+// as cmd/chaoswriter) that reports a Begin, works for
+// a moment, and posts (worker, token, job ID, sequence number) to the
+// store. Jobs carry their enqueue position as the payload. Three Redis
+// nodes make a Redlock; node 0, the epoch authority and the queue, runs
+// with AOF (appendfsync always), the other two without persistence. Every
+// replica reaches every node through an in-process toxiproxy proxy of its
+// own, so one replica's links can be cut or slowed, and a node can restart
+// on a new port behind a stable address.
+//
+// # Faults
+//
+// Dealt one at a time from a shuffled deck of the six kinds (each comes up
+// once every six faults; the seed fixes the order), aimed at the current
+// leader four times in five (always, for SIGSTOP): kill -9 of a replica (a new one takes its slot); SIGSTOP past the
+// TTL, with the leader's writer held at Begin and stopped too, released
+// only after another leader has written, so its write arrives late with a
+// stale token; all traffic between a replica and all (or one) nodes dropped
+// (toxiproxy timeout) or delayed by 2×TTL (latency) until another leader
+// has written; a node killed and restarted (node 0 replays its AOF, the
+// others come back empty, which breaks Redlock's own assumption and leaves
+// safety to fencing); the lock key PEXPIREd on a majority of nodes, as a
+// clock jump would. A background enqueuer keeps jobs queued, pausing only
+// while a node restarts.
+//
+// # Guaranteed
+//
+//   - Run reports every violation fencecheck.Check finds in the whole
+//     history once all jobs are committed and every replica has exited
+//     (so no writer is left to write after the check), and counts the
+//     store's rejections of stale writes.
+//   - Liveness is measured, not asserted: after each heal, the time until
+//     the store accepts a write again; and the longest gap between two
+//     accepted writes. Only generous safety nets (60s) fail a run.
+//   - Every process is killed and every goroutine is waited for by Close.
+//
+// # Not guaranteed
+//
+//   - Repeatable timing: the seed fixes the sequence of fault kinds and
+//     targets, not the interleaving of real processes.
+//   - That every fault bites: a fault on a follower, or on a leader between
+//     jobs, may cause no takeover. The pause fault on a leader with a job
+//     in hand always produces a stale write.
+//   - Anything off Linux: stopping processes is checked through /proc.
+package chaos
