@@ -49,7 +49,9 @@
 //     ErrLost and without moving the deadline, and the caller retries until
 //     the deadline, after which Renew returns ErrLost without touching Redis.
 //   - Release notices (WatchReleases) are hints for a fast handover; they
-//     can be lost, so polling stays the fallback.
+//     can be lost, so polling stays the fallback. A failed attempt's
+//     clean-up publishes one only when the attempt may have held a quorum,
+//     so followers do not wake each other over a minority node.
 //
 // # Client requirements
 //

@@ -115,7 +115,12 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	}
 	elapsed := l.now().Sub(start)
 	fail := func(err error) (*Lease, error) {
-		l.cleanup(ctx, append(yes, maybe...), value, workerID)
+		// Tell waiters only if this attempt may have held a quorum: a
+		// minority it grabbed (say, the one node where the leader's key had
+		// vanished) was never the lock, and a notice for it would wake every
+		// follower, each grabbing and releasing it again, in a storm.
+		notify := len(yes)+len(maybe) >= l.quorum
+		l.cleanup(ctx, append(yes, maybe...), value, workerID, notify)
 		return nil, err
 	}
 	if len(yes) >= l.quorum && elapsed < l.validity {
@@ -208,11 +213,11 @@ func (l *Locker) recordToken(ctx context.Context, idx []int, value string, token
 
 // cleanup releases a failed attempt on the given nodes, even when ctx is
 // already done, bounded by NodeTimeout per node.
-func (l *Locker) cleanup(ctx context.Context, idx []int, value, workerID string) {
+func (l *Locker) cleanup(ctx context.Context, idx []int, value, workerID string, notify bool) {
 	if len(idx) == 0 {
 		return
 	}
-	l.release(context.WithoutCancel(ctx), idx, value, workerID)
+	_ = l.release(context.WithoutCancel(ctx), idx, value, workerID, notify)
 }
 
 // Renew extends the lease on a quorum with compare-and-pexpire; it never
@@ -272,14 +277,17 @@ func (l *Locker) Release(ctx context.Context, lease *Lease) error {
 		return nil
 	}
 	lease.setDeadline(time.Time{})
-	if err := l.release(ctx, nil, lease.value, lease.workerID); err != nil {
+	if err := l.release(ctx, nil, lease.value, lease.workerID, true); err != nil {
 		return fmt.Errorf("redislock: release: %w", err)
 	}
 	return nil
 }
 
-func (l *Locker) release(ctx context.Context, idx []int, value, workerID string) error {
-	ch := ReleasedChannel(l.key)
+func (l *Locker) release(ctx context.Context, idx []int, value, workerID string, notify bool) error {
+	ch := ""
+	if notify {
+		ch = ReleasedChannel(l.key)
+	}
 	res := fanOut(ctx, l, idx, func(ctx context.Context, n redis.Scripter) (int64, error) {
 		return releaseScript.Run(ctx, n, l.lockKeys, value, ch, workerID).Int64()
 	})

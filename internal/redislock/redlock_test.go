@@ -330,3 +330,35 @@ func TestRedlockTokenRecordedForHolder(t *testing.T) {
 		t.Fatalf("tokens %d then %d", a.Token(), b.Token())
 	}
 }
+
+// A failed attempt that grabbed only a minority (the one node where the
+// leader's key had vanished) releases it without a notice: it never held
+// the lock, and a notice would wake every follower into grabbing and
+// releasing that node again, in a storm.
+func TestMinorityCleanupPublishesNothing(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	if _, err := l.Acquire(ctx, "leader"); err != nil {
+		t.Fatal(err)
+	}
+	c.admins[2].Del(ctx, key) // the leader keeps nodes 0 and 1
+	notices := subscribe(t, c.admins[2], key)
+
+	_, err := l.Acquire(ctx, "follower")
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("follower's acquire: %v, want HeldError", err)
+	}
+	if v := c.value(t, 2); v != "" {
+		t.Fatal("the follower's attempt left its key on node 2")
+	}
+	// Messages on one node arrive in publish order: had the clean-up
+	// published, its notice would come before this sentinel.
+	if err := c.admins[2].Publish(ctx, ReleasedChannel(key), "sentinel").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m := receive(t, notices, 5*time.Second); m.Payload != "sentinel" {
+		t.Fatalf("got notice %q from a minority clean-up", m.Payload)
+	}
+}

@@ -3,13 +3,16 @@
 -- KEYS[1] lock key K
 -- KEYS[2] holder key K:holder
 -- ARGV[1] lock value
--- ARGV[2] release channel K:released
+-- ARGV[2] release channel K:released, or "" to delete without telling
 -- ARGV[3] worker ID, published on ARGV[2]
 --
--- Returns 1 when it deleted (and published), 0 when K did not hold ARGV[1].
+-- Returns 1 when it deleted (and published, unless ARGV[2] is ""), 0 when K
+-- did not hold ARGV[1].
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+if ARGV[2] ~= '' then
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
 return 1
