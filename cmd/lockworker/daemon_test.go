@@ -147,15 +147,21 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 // stop, a second SIGTERM ends the process at once.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
-	script := filepath.Join(t.TempDir(), "stubborn.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrap '' TERM\nsleep 30\n"), 0o755); err != nil {
+	dir := t.TempDir()
+	script, running := filepath.Join(dir, "stubborn.sh"), filepath.Join(dir, "running")
+	// The marker is written after the trap, so once it exists the command
+	// ignores SIGTERM; a signal before that would find no job to wait on.
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntrap '' TERM\ntouch "+running+"\nsleep 30\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	env := append(fastEnv(r.URL()), "SHUTDOWN_TIMEOUT=20s", "JOB_HANDLER=exec", "JOB_COMMAND="+script)
 	w := startWorker(t, "stubborn", env...)
 	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)
-	eventually(t, 5*time.Second, "job running", func() bool { return strings.Contains(w.out.String(), "stubborn.sh") || jobStarted(w) })
+	eventually(t, 5*time.Second, "job running", func() bool {
+		_, err := os.Stat(running)
+		return err == nil
+	})
 	w.signal(syscall.SIGTERM)
 	eventually(t, 2*time.Second, "shutdown begun", func() bool { return strings.Contains(w.out.String(), "signal received") })
 	w.signal(syscall.SIGTERM)

@@ -199,7 +199,3 @@ func enqueueN(t *testing.T, env []string, n int) {
 	}
 }
 
-// jobStarted reports whether the worker logged that a job began.
-func jobStarted(w *worker) bool {
-	return strings.Contains(w.out.String(), "job started")
-}

@@ -265,42 +265,11 @@ func (c *Cluster) pause(s *slot, pid int) error {
 	// kill(2) returns before every thread has stopped; a thread still
 	// running could read a reply released right after. Wait until all are.
 	for _, id := range []int{s.proc.PID(), pid} {
-		if id > 0 && !waitStopped(id, 5*time.Second) {
+		if id > 0 && !fleet.WaitStopped(id, 5*time.Second) {
 			return fmt.Errorf("chaos: pid %d did not stop within 5s", id)
 		}
 	}
 	return nil
-}
-
-// waitStopped polls until every thread of pid is stopped (state T), pid is
-// gone, or limit passes.
-func waitStopped(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			return true // gone: nothing left to run
-		}
-		all := true
-		for _, t := range tasks {
-			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, t.Name()))
-			if err != nil {
-				continue
-			}
-			// The state follows the parenthesised command name.
-			if i := strings.LastIndexByte(string(st), ')'); i < 0 || i+2 >= len(st) || (st[i+2] != 'T' && st[i+2] != 't') {
-				all = false
-				break
-			}
-		}
-		if all {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func (c *Cluster) resume(s *slot) error {

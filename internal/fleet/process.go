@@ -173,8 +173,17 @@ func (p *Process) Signal(sig syscall.Signal) error {
 // lock and exits 0 within SHUTDOWN_TIMEOUT.
 func (p *Process) Terminate() error { return p.Signal(syscall.SIGTERM) }
 
-// Pause sends SIGSTOP: the child keeps its sockets but does nothing.
-func (p *Process) Pause() error { return p.Signal(syscall.SIGSTOP) }
+// Pause sends SIGSTOP and returns once every thread of the child has
+// stopped: it keeps its sockets but does nothing.
+func (p *Process) Pause() error {
+	if err := p.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	if !WaitStopped(p.PID(), 5*time.Second) {
+		return fmt.Errorf("fleet: %s did not stop within 5s of SIGSTOP", p.Name)
+	}
+	return nil
+}
 
 // Resume sends SIGCONT to a paused child.
 func (p *Process) Resume() error { return p.Signal(syscall.SIGCONT) }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/fleet"
 )
 
 // Server is one redis-server process owned by a test.
@@ -140,8 +142,17 @@ func (s *Server) Restart() {
 	s.start()
 }
 
-// Freeze sends SIGSTOP: the server keeps its sockets but answers nothing.
-func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+// Freeze sends SIGSTOP and returns once every thread of the server has
+// stopped: it keeps its sockets but answers nothing.
+func (s *Server) Freeze() {
+	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	pid := s.cmd.Process.Pid
+	s.mu.Unlock()
+	if !fleet.WaitStopped(pid, 5*time.Second) {
+		s.t.Fatalf("redistest: redis-server on port %d did not stop within 5s of SIGSTOP", s.Port)
+	}
+}
 
 // Thaw sends SIGCONT to a frozen server.
 func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
