@@ -240,6 +240,16 @@ func (c *Cluster) Leader(ctx context.Context) (*slot, int64) {
 	return best, tok
 }
 
+// SignalLeader sends sig to the current leader (see Leader) and returns
+// its worker ID; for tests that stop or kill a leader at a chosen moment.
+func (c *Cluster) SignalLeader(ctx context.Context, sig syscall.Signal) (string, error) {
+	s, _ := c.WaitLeader(ctx, 10*time.Second)
+	if s == nil {
+		return "", errors.New("chaos: no leader to signal")
+	}
+	return s.name, s.proc.Signal(sig)
+}
+
 // WaitLeader polls Leader until one answers or limit passes.
 func (c *Cluster) WaitLeader(ctx context.Context, limit time.Duration) (*slot, int64) {
 	deadline := time.Now().Add(limit)
