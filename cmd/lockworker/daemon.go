@@ -76,6 +76,20 @@ func build(cfg config.Config, log *slog.Logger, handler jobs.Handler) (*parts, e
 	return &parts{clients: clients, locker: locker, queue: queue}, nil
 }
 
+// oneShotTimeout bounds a command-line call (status, enqueue, ...) to Redis.
+const oneShotTimeout = 5 * time.Second
+
+// oneShot builds the parts for a command-line call that processes no jobs,
+// with a context bounded by oneShotTimeout; done releases both.
+func oneShot(ctx context.Context, cfg config.Config) (*parts, context.Context, func(), error) {
+	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, oneShotTimeout)
+	return p, ctx, func() { cancel(); p.Close() }, nil
+}
+
 func jobHandler(cfg config.Config, log *slog.Logger) jobs.Handler {
 	if cfg.JobHandler == "exec" {
 		return jobs.NewExecHandler(jobs.ExecConfig{

@@ -33,13 +33,11 @@ func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdou
 	if err := fs.Parse(args); err != nil {
 		return usageError("deadletters: %v (usage: lockworker deadletters [--n N] [--json])", err)
 	}
-	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	defer done()
 	dead, err := p.queue.DeadLetters(ctx, *limit)
 	if err != nil {
 		return err
@@ -72,13 +70,11 @@ func runRequeue(ctx context.Context, cfg config.Config, args []string, stdout io
 	if len(args) == 0 {
 		return usageError("requeue: no job ID (usage: lockworker requeue ID [ID...]; list them with lockworker deadletters)")
 	}
-	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	defer done()
 	var errs []error
 	for _, id := range args {
 		newID, err := p.queue.Requeue(ctx, id)

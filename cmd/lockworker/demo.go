@@ -62,7 +62,7 @@ func runDemo(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("demo: find this binary: %w", err)
 	}
-	out := &lockedWriter{w: stdout}
+	out := &fleet.LockedWriter{W: stdout}
 	d := &demo{ctx: ctx, exe: exe, out: out, start: time.Now(), fleet: fleet.New(ctx)}
 	if *verbose {
 		d.logs = out
@@ -80,7 +80,7 @@ func runDemo(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 type demo struct {
 	ctx      context.Context
 	exe      string
-	out      *lockedWriter
+	out      *fleet.LockedWriter
 	logs     io.Writer // replica logs go here with --verbose
 	start    time.Time
 	fleet    *fleet.Fleet
@@ -414,19 +414,6 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// lockedWriter serialises writes from the demo and the replicas' output
-// copiers, so lines do not interleave.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // prefixWriter writes each complete line with a prefix.

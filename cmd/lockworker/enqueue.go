@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/lockworker/lockworker/internal/config"
 )
@@ -29,13 +28,11 @@ func runEnqueue(ctx context.Context, cfg config.Config, args []string, in io.Rea
 	if len(payload) == 0 {
 		return usageError("enqueue: no payload (usage: lockworker enqueue PAYLOAD, or pipe it on stdin)")
 	}
-	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	defer done()
 	id, err := p.queue.Enqueue(ctx, payload)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)

@@ -198,4 +198,3 @@ func enqueueN(t *testing.T, env []string, n int) {
 		}
 	}
 }
-

@@ -34,13 +34,11 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if err := fs.Parse(args); err != nil {
 		return usageError("status: %v (usage: lockworker status [--json])", err)
 	}
-	p, err := build(cfg, newLogger(cfg, io.Discard), nil)
+	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	defer done()
 	h, err := p.locker.Holder(ctx)
 	if err != nil {
 		return fmt.Errorf("read the lock: %w", err)

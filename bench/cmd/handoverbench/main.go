@@ -21,7 +21,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -86,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.rounds < 1 || o.replicas < 2 || o.ttl <= 0 || o.renew <= 0 || o.retry <= 0 {
 		return errors.New("need -rounds >= 1, -replicas >= 2 and positive durations")
 	}
-	progress := &lockedWriter{w: stderr}
+	progress := &fleet.LockedWriter{W: stderr}
 	if *verbose {
 		o.logs = progress
 	}
@@ -177,17 +176,4 @@ func buildDaemon(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/lockworker: %w\n%s", err, out)
 	}
 	return bin, nil
-}
-
-// lockedWriter lets the replicas' output goroutines and the benchmark
-// share one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/lockworker/lockworker/internal/fleet"
 )
 
 func TestMain(m *testing.M) {
@@ -137,7 +139,7 @@ func TestSmoke(t *testing.T) {
 	o := options{rounds: 2, replicas: 3, ttl: 2 * time.Second, renew: 500 * time.Millisecond,
 		retry: time.Second, bin: bin, notices: []bool{true}}
 	var progress bytes.Buffer
-	results, addr, err := measure(t.Context(), o, &lockedWriter{w: &progress})
+	results, addr, err := measure(t.Context(), o, &fleet.LockedWriter{W: &progress})
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)
