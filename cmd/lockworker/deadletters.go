@@ -30,7 +30,10 @@ func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdou
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON, payloads included")
 	limit := fs.Int64("n", 20, "show at most n, 0 for all")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		_, err = fmt.Fprintln(stdout, "usage: lockworker deadletters [--n N] [--json]")
+		return err
+	} else if err != nil {
 		return usageError("deadletters: %v (usage: lockworker deadletters [--n N] [--json])", err)
 	}
 	p, ctx, done, err := oneShot(ctx, cfg)

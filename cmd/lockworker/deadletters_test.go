@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,5 +90,21 @@ func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
 	})
 	if !strings.Contains(w.out.String(), "job interrupted") {
 		t.Fatalf("no \"job interrupted\" in the log:\n%s", w.out.String())
+	}
+}
+
+// TestSubcommandHelp: -h prints the subcommand's usage and succeeds; an
+// unknown flag is a usage error (exit 2).
+func TestSubcommandHelp(t *testing.T) {
+	for _, cmd := range []string{"graph", "status", "deadletters", "demo"} {
+		var out strings.Builder
+		if err := run(t.Context(), []string{cmd, "-h"}, nil, &out, &out); err != nil || !strings.Contains(out.String(), "usage: lockworker "+cmd) {
+			t.Errorf("%s -h: %v\n%s", cmd, err, out.String())
+		}
+		err := run(t.Context(), []string{cmd, "--no-such-flag"}, nil, &out, &out)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%s --no-such-flag: %v; want exit code 2", cmd, err)
+		}
 	}
 }

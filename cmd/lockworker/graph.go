@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,10 @@ func runGraph(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	format := fs.String("format", "dot", "dot or mermaid")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		_, err = fmt.Fprintln(stdout, "usage: lockworker graph [--format dot|mermaid]")
+		return err
+	} else if err != nil {
 		return usageError("graph: %v (usage: lockworker graph [--format dot|mermaid])", err)
 	}
 	if *format != "dot" && *format != "mermaid" {

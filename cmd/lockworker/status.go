@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,7 +32,10 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		_, err = fmt.Fprintln(stdout, "usage: lockworker status [--json]")
+		return err
+	} else if err != nil {
 		return usageError("status: %v (usage: lockworker status [--json])", err)
 	}
 	p, ctx, done, err := oneShot(ctx, cfg)
