@@ -22,6 +22,7 @@ import (
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/metrics"
+	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/redislock"
 )
 
@@ -67,7 +68,10 @@ func build(cfg config.Config, log *slog.Logger, handler jobs.Handler) (*parts, e
 		EpochKey:    redislock.EpochKey(cfg.LockKey),
 		Handler:     handler,
 		MaxAttempts: cfg.JobMaxAttempts,
-		Logger:      log,
+		// Enqueue notices wake an idle leader at once; polling is only
+		// the fallback for a lost notice.
+		PollInterval: idlePoll,
+		Logger:       log,
 	})
 	if err != nil {
 		closeAll(clients)
@@ -75,6 +79,10 @@ func build(cfg config.Config, log *slog.Logger, handler jobs.Handler) (*parts, e
 	}
 	return &parts{clients: clients, locker: locker, queue: queue}, nil
 }
+
+// idlePoll is how often an idle leader looks at its queue when no enqueue
+// notice comes (jittered to [idlePoll/2, idlePoll)).
+const idlePoll = 2 * time.Second
 
 // oneShotTimeout bounds a command-line call (status, enqueue, ...) to Redis.
 const oneShotTimeout = 5 * time.Second
@@ -234,9 +242,19 @@ func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		defer cancel()
 		return srv.Shutdown(shutdownCtx)
 	})
-	if cfg.ReleaseNotices {
+	// Notices: release notices from every node wake a waiting follower;
+	// enqueue notices from the queue's node wake an idle leader. One
+	// subscription per node carries both.
+	for i, c := range p.clients {
+		handlers := map[string]func(){}
+		if cfg.ReleaseNotices {
+			handlers[redislock.ReleasedChannel(cfg.LockKey)] = m.NotifyReleased
+		}
+		if i == 0 {
+			handlers[p.queue.EnqueuedChannel()] = p.queue.Notify
+		}
 		g.Go(func() error {
-			redislock.WatchReleases(gctx, p.clients, cfg.LockKey, m.NotifyReleased, log)
+			notice.Watch(gctx, c, handlers, log)
 			return nil
 		})
 	}

@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -123,15 +125,36 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	})
 
 	a.signal(syscall.SIGSTOP)
-	mark := len(a.lines())
+	if !fleet.WaitStopped(a.cmd.Process.Pid, 5*time.Second) {
+		t.Fatal("a did not stop")
+	}
 	eventually(t, 5*time.Second, "b takes over while a is paused", func() bool { return len(leaders(b)) == 1 })
 	time.Sleep(500 * time.Millisecond) // a stays paused well past its 2s lease
+	// Lines a wrote before it stopped may still be on their way through
+	// the pipe, so "after waking" is told by the lines' own timestamps:
+	// nothing can be logged between the stop and this moment.
+	resumed := time.Now().Truncate(time.Millisecond)
 	a.signal(syscall.SIGCONT)
+	afterWake := func() []string {
+		var out []string
+		for _, line := range a.lines() {
+			ts, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			if at, err := time.Parse(time.RFC3339Nano, ts); err == nil && !at.Before(resumed) {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	// On waking, either the work's deadline timer or the renew timer runs
+	// first; both check the local deadline before anything else.
+	noticed := func(line string) bool {
+		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed")
+	}
 	eventually(t, 3*time.Second, "a notices its lease ended", func() bool {
-		return strings.Contains(strings.Join(a.lines()[mark:], "\n"), "lease deadline passed")
+		return slices.ContainsFunc(afterWake(), noticed)
 	})
-	for _, line := range a.lines()[mark:] {
-		if strings.Contains(line, "lease deadline passed") {
+	for _, line := range afterWake() {
+		if noticed(line) {
 			break
 		}
 		if strings.Contains(line, "Doing some heavy work") || strings.Contains(line, "committed") {

@@ -16,6 +16,8 @@
 //	P:dead          sorted set of dead job IDs, scored by failure time (ms)
 //	P:dead:<id>     hash: id, payload, enqueued_at, stream_id, error, attempts,
 //	                failed_at, token
+//	P:enqueued      pub/sub channel: Enqueue publishes each new job ID, and
+//	                Notify (wired to it) wakes an idle leader
 //	E               the lock's epoch counter, INCRed on each new leadership;
 //	                read here, never written
 //
@@ -58,7 +60,8 @@
 //   - Durability beyond Redis's own: the queue is as durable as the Redis
 //     that holds it. Without AOF (appendfsync always) a Redis restart can
 //     lose jobs, commits and the epoch itself; see the README.
-//   - Timeliness for an idle leader: it looks for new jobs every
+//   - Timeliness for an idle leader without notices: it is woken by Notify
+//     (enqueue notices), and otherwise looks for new jobs every
 //     PollInterval. A busy leader takes the next job at once.
 //   - An exact attempt count: a claim retried after a Redis error may count
 //     a delivery twice.

@@ -65,7 +65,7 @@ func (q *Queue) Process(ctx context.Context, lease Lease) error {
 		}
 		redisFails = 0
 		if e == nil {
-			q.sleep(ctx, jitter(q.cfg.PollInterval))
+			q.idle(ctx)
 			continue
 		}
 		if err := q.handle(ctx, lease, e, log); err != nil {
@@ -191,6 +191,17 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d/2)
+}
+
+// idle waits for an enqueue notice, the next poll, or the end of ctx.
+func (q *Queue) idle(ctx context.Context) {
+	t := time.NewTimer(jitter(q.cfg.PollInterval))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-q.wake:
+	}
 }
 
 // sleep waits for d or until ctx is done.

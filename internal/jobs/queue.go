@@ -44,7 +44,8 @@ type Config struct {
 	// that failed). Defaults 100ms and 5s; BackoffMax >= BackoffBase.
 	BackoffBase, BackoffMax time.Duration
 	// PollInterval is how long an idle leader waits before it looks for new
-	// jobs again. Default 500ms. A busy leader does not wait.
+	// jobs again, unless Notify wakes it first. Default 500ms. A busy
+	// leader does not wait.
 	PollInterval time.Duration
 	// Logger receives the queue's logs. Default: discard.
 	Logger *slog.Logger
@@ -60,6 +61,9 @@ type Queue struct {
 
 	// keys, see doc.go
 	stream, position, attempts, counters, last, dead string
+	enqueued                                         string // pub/sub channel
+
+	wake chan struct{} // one pending enqueue notice at most
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
@@ -124,23 +128,46 @@ func New(cfg Config) (*Queue, error) {
 		counters: p + ":counters",
 		last:     p + ":last",
 		dead:     p + ":dead",
+		enqueued: p + ":enqueued",
+		wake:     make(chan struct{}, 1),
 	}, nil
 }
 
 func (q *Queue) deadRecord(id string) string { return q.dead + ":" + id }
 
-// Enqueue appends a job to the tail of the queue and returns its ULID.
-// Anyone may call it; it needs no leadership.
+// Enqueue appends a job to the tail of the queue and returns its ULID, and
+// publishes the ID on EnqueuedChannel so an idle leader wakes at once.
+// Anyone may call it; it needs no leadership. Only the append decides the
+// result: a lost notice costs the leader one PollInterval, while reporting
+// it as a failure would invite a second enqueue of the same job.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 	id := ulid.Make().String()
-	err := q.cfg.Client.XAdd(ctx, &redis.XAddArgs{
-		Stream: q.stream,
-		Values: []any{"id", id, "payload", payload, "enqueued_at", q.nowMillis()},
-	}).Err()
-	if err != nil {
+	var add *redis.StringCmd
+	_, _ = q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		add = p.XAdd(ctx, &redis.XAddArgs{
+			Stream: q.stream,
+			Values: []any{"id", id, "payload", payload, "enqueued_at", q.nowMillis()},
+		})
+		p.Publish(ctx, q.enqueued, id)
+		return nil
+	})
+	if err := add.Err(); err != nil {
 		return "", fmt.Errorf("jobs: enqueue: %w", err)
 	}
 	return id, nil
+}
+
+// EnqueuedChannel is the pub/sub channel Enqueue publishes new job IDs on.
+func (q *Queue) EnqueuedChannel() string { return q.enqueued }
+
+// Notify wakes an idle Process at once instead of at its next poll; wire
+// it to EnqueuedChannel (package notice). Safe from any goroutine, never
+// blocks; notices coalesce.
+func (q *Queue) Notify() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Stats is a snapshot of the queue.

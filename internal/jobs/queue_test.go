@@ -5,12 +5,15 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/notice"
 )
 
 func noop(context.Context, Job, int64) error { return nil }
@@ -596,4 +599,48 @@ func BenchmarkRedisRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rtt/s")
+}
+
+// TestEnqueueNoticeWakesIdleLeader: an idle leader that would next poll in
+// an hour takes a new job at once, woken by the enqueue notice.
+func TestEnqueueNoticeWakesIdleLeader(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(noop), func(c *Config) { c.PollInterval = time.Hour })
+	ctx, cancel := context.WithCancel(t.Context())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		notice.Watch(ctx, e.c, map[string]func(){q.EnqueuedChannel(): q.Notify}, nil)
+	}()
+	t.Cleanup(func() { cancel(); <-watched })
+	waitFor(t, 5*time.Second, "the subscription", func() bool {
+		return e.c.PubSubNumSub(t.Context(), q.EnqueuedChannel()).Val()[q.EnqueuedChannel()] == 1
+	})
+	stop, _ := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
+	t.Cleanup(func() { _ = stop() })
+	// Wait until the first claim has run (and found nothing), so the job
+	// below can only be taken after the idle wait: by the notice.
+	waitFor(t, 5*time.Second, "the first claim", func() bool { return scriptCalls(t, e.c) >= 1 })
+	e.enqueue(t, q, 1)
+	waitCommitted(t, q, 1) // bounded at 20s, far below the hour's poll
+}
+
+// scriptCalls is how many EVAL and EVALSHA calls the server has executed.
+func scriptCalls(t *testing.T, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:"} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd+"calls="); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				k, _ := strconv.Atoi(v)
+				n += k
+			}
+		}
+	}
+	return n
 }

@@ -48,8 +48,9 @@
 //     nodes (joined NodeErrors): with 3 of 5 nodes down, Renew fails without
 //     ErrLost and without moving the deadline, and the caller retries until
 //     the deadline, after which Renew returns ErrLost without touching Redis.
-//   - Release notices (WatchReleases) are hints for a fast handover; they
-//     can be lost, so polling stays the fallback. A failed attempt's
+//   - Release notices (published on ReleasedChannel; package notice
+//     listens) are hints for a fast handover; they can be lost, so polling
+//     stays the fallback. A failed attempt's
 //     clean-up publishes one only when the attempt may have held a quorum,
 //     so followers do not wake each other over a minority node.
 //

@@ -348,42 +348,6 @@ func TestReleasePublishesWorkerID(t *testing.T) {
 	}
 }
 
-func TestWatchReleases(t *testing.T) {
-	s := redistest.Start(t, redistest.Options{})
-	ad := admin(t, s)
-	watcher := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = watcher.Close() })
-	l := newLocker(t, []*redis.Client{s.Client()}, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	notified := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		WatchReleases(ctx, []*redis.Client{watcher}, key, func() {
-			select {
-			case notified <- struct{}{}:
-			default:
-			}
-		}, nil)
-	}()
-	defer func() { cancel(); <-done }()
-	waitFor(t, 5*time.Second, "the subscription", func() bool {
-		return ad.PubSubNumSub(ctx, ReleasedChannel(key)).Val()[ReleasedChannel(key)] > 0
-	})
-	a, err := l.Acquire(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-notified:
-	case <-time.After(2 * time.Second):
-		t.Fatal("no notice")
-	}
-}
-
 func TestRetryAfter(t *testing.T) {
 	l := &Locker{nodes: make([]redis.Scripter, 5), quorum: 3}
 	ms := func(v ...int64) []int64 { return v }

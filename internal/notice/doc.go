@@ -1,0 +1,15 @@
+// Package notice turns Redis pub/sub messages into wake-up calls: release
+// notices that let a follower try for the lock at once, and enqueue notices
+// that let an idle leader take a new job at once.
+//
+// Guaranteed: each message on a watched channel calls that channel's
+// handler, and so does every re-subscription after a broken connection
+// (go-redis re-subscribes by itself and drops what was published during
+// the gap), so a listener re-reads the state it cares about rather than
+// trust that it missed nothing. Watch returns only after its subscription
+// is closed.
+//
+// Not guaranteed: delivery. A notice is a hint for speed, never proof of
+// anything; callers keep polling as the fallback and check the real state
+// (acquire the lock, claim the job) after every notice.
+package notice
