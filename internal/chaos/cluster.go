@@ -268,7 +268,10 @@ func (c *Cluster) pause(s *slot, pid int) error {
 	}
 	s.paused = true
 	if pid > 0 {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		// ESRCH: the writer is already gone, stopped by its replica, which
+		// lost its lease on its own (say, to the previous fault). Nothing
+		// is left to hold; the fault simply does not bite.
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return err
 		}
 	}
