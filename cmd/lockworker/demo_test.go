@@ -22,7 +22,9 @@ func runDemoBinary(t *testing.T, limit time.Duration, interrupt func(cmd *exec.C
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, append([]string{"demo"}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	// A demo killed with -9 cannot remove its Redis's temporary directory:
+	// give it one of the test's, which the test removes.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir()}
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second

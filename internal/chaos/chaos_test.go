@@ -41,8 +41,15 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	_ = os.RemoveAll(dir) // goleak.VerifyTestMain would exit before a defer ran
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // cluster is the default cluster. The processes' logs are kept in a
