@@ -1,4 +1,4 @@
--- claim.lua: hand the leader the next job after the committed position and
+-- claim.lua (after fence.lua): hand the leader the next job after the committed position and
 -- count one more delivery of it. Fenced: a stale token changes nothing.
 --
 -- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
@@ -10,27 +10,17 @@
 -- Returns {"stale", epoch}
 --       | {"empty", position}
 --       | {"job", streamID, attempt, field1, value1, field2, value2, ...}
-local raw = redis.call('GET', KEYS[1])
-local epoch = 0
-if raw then
-  epoch = tonumber(raw)
-  if not epoch then
-    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
-  end
-end
-if tonumber(ARGV[1]) < epoch then
-  return {'stale', raw}
+local rejected = stale()
+if rejected then
+  return rejected
 end
 
-local pos = redis.call('GET', KEYS[2])
-local start = '-'
-if pos then start = '(' .. pos end
-local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
-if #e == 0 then
+local pos, e = head()
+if not e then
   return {'empty', pos or '0-0'}
 end
 
-local sid, fields = e[1][1], e[1][2]
+local sid, fields = e[1], e[2]
 local id = sid -- an entry added by hand without an id is known by its stream ID
 for i = 1, #fields, 2 do
   if fields[i] == 'id' then id = fields[i + 1] end

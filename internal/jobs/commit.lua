@@ -1,4 +1,4 @@
--- commit.lua: the fenced completion of the job at the head of the queue.
+-- commit.lua (after fence.lua): the fenced completion of the job at the head of the queue.
 -- Rejected, changing nothing, when the token is older than the epoch.
 -- Otherwise: advances the committed position to the entry, removes it from
 -- the stream, forgets its attempt count, bumps the committed counter and
@@ -20,27 +20,13 @@
 --       | {"done"}            the position is already this entry (a resent commit)
 --       | {"order", position} the entry is not the next one after the position
 --       | {"ok"}
-local raw = redis.call('GET', KEYS[1])
-local epoch = 0
-if raw then
-  epoch = tonumber(raw)
-  if not epoch then
-    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
-  end
+local rejected = stale()
+if rejected then
+  return rejected
 end
-if tonumber(ARGV[1]) < epoch then
-  return {'stale', raw}
-end
-
-local pos = redis.call('GET', KEYS[2])
-if pos == ARGV[2] then
-  return {'done'}
-end
-local start = '-'
-if pos then start = '(' .. pos end
-local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
-if #e == 0 or e[1][1] ~= ARGV[2] then
-  return {'order', pos or '0-0'}
+local e, reply = at(ARGV[2])
+if not e then
+  return reply
 end
 
 redis.call('SET', KEYS[2], ARGV[2])

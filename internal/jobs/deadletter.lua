@@ -1,4 +1,4 @@
--- deadletter.lua: the fenced move of the job at the head of the queue to
+-- deadletter.lua (after fence.lua): the fenced move of the job at the head of the queue to
 -- the dead letters. Rejected, changing nothing, when the token is older than
 -- the epoch. Otherwise: advances the committed position past the entry,
 -- removes it from the stream, forgets its attempt count, bumps the
@@ -20,30 +20,16 @@
 --
 -- Returns {"stale", epoch} | {"done"} | {"order", position} | {"ok"},
 -- as commit.lua.
-local raw = redis.call('GET', KEYS[1])
-local epoch = 0
-if raw then
-  epoch = tonumber(raw)
-  if not epoch then
-    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
-  end
+local rejected = stale()
+if rejected then
+  return rejected
 end
-if tonumber(ARGV[1]) < epoch then
-  return {'stale', raw}
+local e, reply = at(ARGV[2])
+if not e then
+  return reply
 end
 
-local pos = redis.call('GET', KEYS[2])
-if pos == ARGV[2] then
-  return {'done'}
-end
-local start = '-'
-if pos then start = '(' .. pos end
-local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
-if #e == 0 or e[1][1] ~= ARGV[2] then
-  return {'order', pos or '0-0'}
-end
-
-local fields = e[1][2]
+local fields = e[2]
 local record = {'id', ARGV[3], 'payload', '', 'enqueued_at', '0'}
 for i = 1, #fields, 2 do
   if fields[i] == 'payload' then record[4] = fields[i + 1] end

@@ -11,17 +11,22 @@ import (
 )
 
 var (
+	// fenceLua holds the fencing check and the queue-head reading that
+	// every fenced script starts from; it goes before each of them.
+	//go:embed fence.lua
+	fenceLua string
+
 	//go:embed claim.lua
 	claimLua    string
-	claimScript = redis.NewScript(claimLua)
+	claimScript = redis.NewScript(fenceLua + claimLua)
 
 	//go:embed commit.lua
 	commitLua    string
-	commitScript = redis.NewScript(commitLua)
+	commitScript = redis.NewScript(fenceLua + commitLua)
 
 	//go:embed deadletter.lua
 	deadLetterLua    string
-	deadLetterScript = redis.NewScript(deadLetterLua)
+	deadLetterScript = redis.NewScript(fenceLua + deadLetterLua)
 
 	//go:embed requeue.lua
 	requeueLua    string

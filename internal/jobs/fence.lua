@@ -1,0 +1,51 @@
+-- fence.lua: put before each fenced script (claim, commit, deadletter) by
+-- scripts.go, so the fencing check and the reading of the queue head exist
+-- once. Each of those scripts takes:
+--
+-- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
+-- KEYS[2] committed position: stream ID of the last finished entry
+-- KEYS[3] job stream
+-- ARGV[1] fencing token
+
+-- stale returns nil when the token is not below the epoch, else the reply
+-- that rejects the call: {"stale", epoch}, or an error when the epoch key is
+-- not an integer.
+local function stale()
+  local raw = redis.call('GET', KEYS[1])
+  if not raw then
+    return nil
+  end
+  local epoch = tonumber(raw)
+  if not epoch then
+    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
+  end
+  if tonumber(ARGV[1]) < epoch then
+    return {'stale', raw}
+  end
+  return nil
+end
+
+-- head returns the committed position (nil before any) and the first entry
+-- after it ({streamID, fields}, nil when there is none).
+local function head()
+  local pos = redis.call('GET', KEYS[2])
+  local start = '-'
+  if pos then start = '(' .. pos end
+  local e = redis.call('XRANGE', KEYS[3], start, '+', 'COUNT', 1)
+  return pos, e[1]
+end
+
+-- at returns the head entry when it is the entry sid, else the reply that
+-- ends the call: {"done"} when the position already is sid (a resent
+-- call), {"order", position} when sid is not the next entry.
+local function at(sid)
+  local pos, e = head()
+  if pos == sid then
+    return nil, {'done'}
+  end
+  if not e or e[1] ~= sid then
+    return nil, {'order', pos or '0-0'}
+  end
+  return e, nil
+end
+
