@@ -180,9 +180,7 @@ func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 			return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
 		},
 		Queue: func(ctx context.Context) (metrics.QueueFigures, error) {
-			ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
-			defer cancel()
-			s, err := p.queue.Stats(ctx)
+			s, err := boundedStats(ctx, p.queue)
 			return metrics.QueueFigures{Pending: s.Pending, Committed: s.Committed, DeadLettered: s.DeadLettered, Epoch: s.Epoch}, err
 		},
 	})
@@ -280,14 +278,20 @@ func runDaemon(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	return nil
 }
 
-// statusQueueTimeout bounds the queue read behind /status, so a Redis that
-// is down or slow never makes /status (and the probes built on it) hang.
+// statusQueueTimeout bounds the queue read behind /status and /metrics, so
+// a Redis that is down or slow never makes them (and the probes and scrapes
+// built on them) hang.
 const statusQueueTimeout = 250 * time.Millisecond
 
-func queueStatus(ctx context.Context, q *jobs.Queue) *httpapi.Queue {
+// boundedStats reads the queue's figures within statusQueueTimeout.
+func boundedStats(ctx context.Context, q *jobs.Queue) (jobs.Stats, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
-	s, err := q.Stats(ctx)
+	return q.Stats(ctx)
+}
+
+func queueStatus(ctx context.Context, q *jobs.Queue) *httpapi.Queue {
+	s, err := boundedStats(ctx, q)
 	if err != nil {
 		return &httpapi.Queue{Error: "unavailable"}
 	}

@@ -27,14 +27,10 @@ type deadLetterReport struct {
 // runDeadLetters lists dead letters, most recent first, straight from Redis.
 func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON, payloads included")
 	limit := fs.Int64("n", 20, "show at most n, 0 for all")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		_, err = fmt.Fprintln(stdout, "usage: lockworker deadletters [--n N] [--json]")
+	if help, err := parseFlags(fs, args, "usage: lockworker deadletters [--n N] [--json]", stdout); help || err != nil {
 		return err
-	} else if err != nil {
-		return usageError("deadletters: %v (usage: lockworker deadletters [--n N] [--json])", err)
 	}
 	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {

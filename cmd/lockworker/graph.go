@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,13 +12,9 @@ import (
 // drift from the code. It needs no configuration and no Redis.
 func runGraph(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	format := fs.String("format", "dot", "dot or mermaid")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		_, err = fmt.Fprintln(stdout, "usage: lockworker graph [--format dot|mermaid]")
+	if help, err := parseFlags(fs, args, "usage: lockworker graph [--format dot|mermaid]", stdout); help || err != nil {
 		return err
-	} else if err != nil {
-		return usageError("graph: %v (usage: lockworker graph [--format dot|mermaid])", err)
 	}
 	if *format != "dot" && *format != "mermaid" {
 		return usageError("graph: --format must be dot or mermaid, got %q", *format)

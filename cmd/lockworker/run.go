@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -72,6 +74,22 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runDemo(ctx, args, environ, stdout, stderr)
 	}
 	return usageError("unknown command %q\n%s", cmd, usage)
+}
+
+// parseFlags parses a subcommand's flags, which print nothing themselves.
+// help is true when -h was given and usage went to stdout; a bad flag is a
+// usage error (exit 2) naming the subcommand.
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (help bool, err error) {
+	fs.SetOutput(io.Discard)
+	err = fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err = fmt.Fprintln(stdout, usage)
+		return true, err
+	}
+	if err != nil {
+		return false, usageError("%s: %v (%s)", fs.Name(), err, usage)
+	}
+	return false, nil
 }
 
 // newLogger writes to w with workerId on every line.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,13 +29,9 @@ type statusReport struct {
 // running daemon and shows no lock value.
 func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		_, err = fmt.Fprintln(stdout, "usage: lockworker status [--json]")
+	if help, err := parseFlags(fs, args, "usage: lockworker status [--json]", stdout); help || err != nil {
 		return err
-	} else if err != nil {
-		return usageError("status: %v (usage: lockworker status [--json])", err)
 	}
 	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
