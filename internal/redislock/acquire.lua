@@ -1,4 +1,4 @@
--- acquire.lua: take the lock on one node, idempotently for one attempt value.
+-- acquire.lua (after bump.lua): take the lock on one node, idempotently for one attempt value.
 --
 -- KEYS[1] lock key K            (holds the attempt's random value)
 -- KEYS[2] holder key K:holder   (hash {worker, token}, same TTL as K)
@@ -24,14 +24,7 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local token = 0
 if ARGV[4] == '1' then
-  local tag = redis.sha1hex(ARGV[1])
-  local last = redis.call('GET', KEYS[3])
-  if last and redis.call('GET', KEYS[4]) == tag then
-    token = tonumber(last)
-  else
-    token = redis.call('INCR', KEYS[3])
-    redis.call('SET', KEYS[4], tag)
-  end
+  token = bump(KEYS[3], KEYS[4], ARGV[1])
 end
 redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[2], 'worker', ARGV[3], 'token', token)

@@ -1,4 +1,4 @@
--- epoch.lua: bump the fencing epoch once per lock value, on the epoch authority.
+-- epoch.lua (after bump.lua): bump the fencing epoch once per lock value, on the epoch authority.
 --
 -- KEYS[1] epoch key K:epoch      (plain integer counter, read by the job store)
 -- KEYS[2] epoch tag K:epoch:last (sha1 of the value that got the last bump)
@@ -10,15 +10,7 @@
 -- already got the last bump (a re-sent call), the same epoch again without
 -- bumping. recorded is 1 when K here holds ARGV[1] and the token was written
 -- into K:holder (saving a round trip for Holder), else 0.
-local tag = redis.sha1hex(ARGV[1])
-local cur = redis.call('GET', KEYS[1])
-local token
-if cur and redis.call('GET', KEYS[2]) == tag then
-  token = tonumber(cur)
-else
-  token = redis.call('INCR', KEYS[1])
-  redis.call('SET', KEYS[2], tag)
-end
+local token = bump(KEYS[1], KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[3]) == ARGV[1] then
   redis.call('HSET', KEYS[4], 'token', token)
   return {token, 1}

@@ -10,13 +10,19 @@ import (
 // KEYS and ARGV in its header. They run with Script.Run (EVALSHA, falling
 // back to EVAL on NOSCRIPT).
 var (
+	// bumpLua is the epoch bump both modes use; it goes before acquire.lua
+	// (single node: bumped inside the acquire) and epoch.lua (Redlock: on
+	// the epoch authority after the quorum is won).
+	//go:embed bump.lua
+	bumpLua string
+
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = redis.NewScript(bumpLua + acquireLua)
 
 	//go:embed epoch.lua
 	epochLua    string
-	epochScript = redis.NewScript(epochLua)
+	epochScript = redis.NewScript(bumpLua + epochLua)
 
 	//go:embed settoken.lua
 	setTokenLua    string
