@@ -265,17 +265,6 @@ func (l *Leader) StopWork(ctx context.Context) error {
 	}
 }
 
-// Wait blocks until work started by StartWork has returned; for shutdown
-// paths where StopWork gave up waiting.
-func (l *Leader) Wait() {
-	l.mu.Lock()
-	w := l.work
-	l.mu.Unlock()
-	if w != nil {
-		<-w.done
-	}
-}
-
 // RetryDelay is how long a follower waits before the next attempt: the
 // retry interval with jitter, but never past the moment the current
 // holder's lease ends (plus a little jitter so followers do not collide).
