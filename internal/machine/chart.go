@@ -2,17 +2,19 @@ package machine
 
 import (
 	"context"
-	"time"
 
 	"github.com/qmuntal/stateless"
 )
 
 // configure is the whole chart. Every state but cleanup and releasing_lock
-// (already stopping) leaves to cleanup on STOP; triggers a state does not
-// list, such as RELEASE_NOTICE outside waiting_to_acquire_lock, end in
-// onUnhandled and change nothing. Each transition closes the old state's
-// scope (its callback's context and its timer) before the new state's
-// entry actions run.
+// (already stopping) leaves to cleanup on STOP. Work that ends by itself
+// (WORK_ENDED) takes the same way out, cleanup then releasing_lock, but
+// rejoins the followers in waiting_to_acquire_lock instead of stopping in
+// idle, unless a STOP came meanwhile. Triggers a state does not list, such
+// as RELEASE_NOTICE outside waiting_to_acquire_lock, end in onUnhandled and
+// change nothing. Each transition closes the old state's scope (its
+// callback's context and its timer) before the new state's entry actions
+// run.
 func (m *Machine) configure(sm *stateless.StateMachine) {
 	sm.OnTransitioning(m.onTransitioning)
 	sm.OnTransitioned(m.onTransitioned)
@@ -32,17 +34,20 @@ func (m *Machine) configure(sm *stateless.StateMachine) {
 		OnEntryFrom(LockAcquired, m.startWork). // not on LOCK_RENEWED: the work keeps running
 		OnEntry(m.armRenewTimer).
 		Permit(RenewTimer, RenewLock).
+		Permit(WorkEnded, Cleanup).
 		Permit(Stop, Cleanup)
 
 	sm.Configure(RenewLock).
 		OnEntry(m.renew).
 		Permit(LockRenewed, Working).
 		Permit(RenewFailed, PauseWork).
+		Permit(WorkEnded, Cleanup).
 		Permit(Stop, Cleanup)
 
 	sm.Configure(PauseWork).
 		OnEntry(m.stopWork).
 		Permit(WorkStopped, WaitingToAcquireLock). // done or failed
+		Ignore(WorkEnded).                         // being stopped already
 		Permit(Stop, Cleanup)
 
 	sm.Configure(WaitingToAcquireLock).
@@ -54,11 +59,14 @@ func (m *Machine) configure(sm *stateless.StateMachine) {
 	sm.Configure(Cleanup).
 		OnEntry(m.stopWork).
 		Permit(WorkStopped, ReleasingLock). // done or failed
+		Ignore(WorkEnded).
 		Ignore(Stop)
 
 	sm.Configure(ReleasingLock).
 		OnEntry(m.release).
-		Permit(LockReleased, Idle). // done or failed
+		Permit(LockReleased, Idle, m.stopping). // done or failed
+		Permit(LockReleased, WaitingToAcquireLock, m.rejoining).
+		Ignore(WorkEnded).
 		Ignore(Stop)
 }
 
@@ -74,7 +82,9 @@ func (m *Machine) acquire(context.Context, ...any) error {
 
 func (m *Machine) startWork(context.Context, ...any) error {
 	m.log.Info("Lock acquired. Starting work")
-	m.cfg.StartWork()
+	m.leadership++
+	lead := m.leadership
+	m.cfg.StartWork(func(err error) { m.workEnded(lead, err) })
 	return nil
 }
 
@@ -96,7 +106,7 @@ func (m *Machine) stopWork(context.Context, ...any) error {
 
 func (m *Machine) armRetryTimer(context.Context, ...any) error {
 	d := m.cfg.RetryDelay()
-	m.log.Debug("retry timer armed", "retry_in", d.Round(time.Millisecond).String())
+	m.log.Debug("retry timer armed", "retryInMs", d.Milliseconds())
 	m.arm(d, RetryTimer)
 	return nil
 }
@@ -106,6 +116,13 @@ func (m *Machine) release(context.Context, ...any) error {
 	m.invoke(m.cfg.Release, LockReleased, LockReleased)
 	return nil
 }
+
+// Guards of releasing_lock's way out: a STOP (or the cancelled context)
+// ends in idle; a leadership given up because its work ended rejoins the
+// followers.
+
+func (m *Machine) stopping(context.Context, ...any) bool  { return m.stopRequested }
+func (m *Machine) rejoining(context.Context, ...any) bool { return !m.stopRequested }
 
 // onTransitioning runs between the old state's exit and the new state's
 // entry: the one place every transition passes, so it logs it (once) and

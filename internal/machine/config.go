@@ -21,8 +21,13 @@ type Config struct {
 	// Required.
 	Release func(ctx context.Context) error
 	// StartWork starts the work in the background and must not block. It
-	// is called once per acquisition, not on renewals. Required.
-	StartWork func()
+	// is called once per acquisition, not on renewals. If the work ends by
+	// itself (returns, fails or panics) before StopWork stops it, call
+	// ended once with why: the leadership is then given up (WORK_ENDED:
+	// stop work, release the lock, wait, acquire afresh). ended never
+	// blocks and is safe from any goroutine; a call that comes after its
+	// leadership ended changes nothing. Required.
+	StartWork func(ended func(err error))
 	// StopWork stops the work and waits for it. It may be called when no
 	// work runs (cleanup after a failed acquire). Required.
 	StopWork func(ctx context.Context) error

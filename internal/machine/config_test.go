@@ -11,7 +11,7 @@ func validConfig() Config {
 	nop := func(context.Context) error { return nil }
 	return Config{
 		Acquire: nop, Renew: nop, Release: nop, StopWork: nop,
-		StartWork:     func() {},
+		StartWork:     func(func(error)) {},
 		RenewInterval: time.Second,
 		RetryDelay:    func() time.Duration { return time.Second },
 	}

@@ -4,8 +4,8 @@
 //
 // It guarantees:
 //   - one goroutine (Run) owns the stateless machine and is its only caller
-//     of Fire; timers, callback results, Stop and release notices reach it
-//     as events;
+//     of Fire; timers, callback results, Stop, release notices and the end
+//     of the work reach it as events;
 //   - every invoked callback (Acquire, Renew, StopWork, Release) runs in its
 //     own goroutine under a context cancelled when its state is left, and
 //     its result moves the machine only while that same state entry is
@@ -13,6 +13,11 @@
 //   - those callbacks never overlap: each starts only after the previous
 //     one returned, so Release never races a late Acquire or StopWork;
 //   - StartWork runs once per acquired lease, not on every renewal;
+//   - work that ends by itself (WORK_ENDED, reported through the func
+//     StartWork is given) gives its leadership up: cleanup stops it,
+//     releasing_lock releases the lock, and the machine waits in
+//     waiting_to_acquire_lock to acquire afresh; the end of an earlier
+//     leadership's work never moves a later one;
 //   - Stop (or cancelling Run's context) always ends in idle via cleanup
 //     and releasing_lock, whose callbacks get a context that the caller's
 //     cancellation does not reach;

@@ -38,7 +38,7 @@ func Chart(format string) (string, error) {
 	nop := func(context.Context) error { return nil }
 	m, err := New(Config{
 		Acquire: nop, Renew: nop, Release: nop, StopWork: nop,
-		StartWork:     func() {},
+		StartWork:     func(func(error)) {},
 		RenewInterval: time.Second,
 		RetryDelay:    func() time.Duration { return time.Second },
 	})

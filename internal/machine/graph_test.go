@@ -51,18 +51,21 @@ func TestGraphMermaid(t *testing.T) {
 		"idle --> acquiring_lock : TRY_ACQUIRE_LOCK",
 		"acquiring_lock --> working : LOCK_ACQUIRED / startWork",
 		"waiting_to_acquire_lock --> acquiring_lock : RELEASE_NOTICE",
-		"releasing_lock --> idle : LOCK_RELEASED",
+		"releasing_lock --> idle : LOCK_RELEASED [stopping]",
+		"releasing_lock --> waiting_to_acquire_lock : LOCK_RELEASED [rejoining]",
+		"working --> cleanup : WORK_ENDED",
+		"renew_lock --> cleanup : WORK_ENDED",
 		"renew_lock : entry / renew",
 	} {
 		if !strings.Contains(got, "    "+line+"\n") {
 			t.Errorf("line %q missing:\n%s", line, got)
 		}
 	}
-	// One edge per permitted transition; ignored STOPs are not edges.
-	if n := strings.Count(got, " --> ") - 1; n != 17 {
-		t.Errorf("%d transitions, want 17:\n%s", n, got)
+	// One edge per permitted transition; ignored triggers are not edges.
+	if n := strings.Count(got, " --> ") - 1; n != 20 {
+		t.Errorf("%d transitions, want 20:\n%s", n, got)
 	}
-	if strings.Contains(got, "cleanup --> cleanup") {
+	if strings.Contains(got, "cleanup --> cleanup") || strings.Contains(got, "pause_work --> pause_work") {
 		t.Errorf("an ignored trigger was drawn as a transition:\n%s", got)
 	}
 }

@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/tail"
 )
 
 // The harness runs a Machine inside a synctest bubble with fake callbacks
@@ -45,8 +46,9 @@ type harness struct {
 
 	mu          sync.Mutex
 	started     int
+	ended       []func(error) // each leadership's ended func, in order
 	transitions []step
-	logs        syncBuffer
+	logs        tail.Buffer // safe for the machine's goroutines
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -70,9 +72,10 @@ func newHarness(t *testing.T, edit ...func(*harness, *Config)) *harness {
 		Renew:    h.fake(h.renew),
 		Release:  h.fake(h.release),
 		StopWork: h.fake(h.stopWork),
-		StartWork: func() {
+		StartWork: func(ended func(error)) {
 			h.mu.Lock()
 			h.started++
+			h.ended = append(h.ended, ended)
 			h.mu.Unlock()
 		},
 		RenewInterval: renewInterval,
@@ -198,6 +201,20 @@ func (h *harness) steps() []step {
 	return slices.Clone(h.transitions)
 }
 
+// workEnds reports the end of leadership n's work (1 = the first), as
+// the work would.
+func (h *harness) workEnds(n int, err error) {
+	h.t.Helper()
+	h.mu.Lock()
+	if n < 1 || n > len(h.ended) {
+		h.mu.Unlock()
+		h.t.Fatalf("no leadership %d (%d started)", n, len(h.ended))
+	}
+	ended := h.ended[n-1]
+	h.mu.Unlock()
+	ended(err)
+}
+
 func (h *harness) startedCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -241,24 +258,5 @@ func (h *harness) toPause() call {
 	return h.next(h.stopWork, "StopWork in pause_work")
 }
 
-// syncBuffer is a log sink safe for the machine's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) count(substr string) int {
-	return strings.Count(s.String(), substr)
-}
+// logCount counts the lines of the harness's log that contain substr.
+func (h *harness) logCount(substr string) int { return strings.Count(h.logs.String(), substr) }

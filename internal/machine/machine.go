@@ -16,7 +16,7 @@ var ErrRunTwice = errors.New("machine: Run called more than once")
 
 // Machine runs the chart. Build it with New, drive it with Run on one
 // goroutine, and talk to it from any goroutine with Stop, NotifyReleased
-// and State.
+// and State (and, from the work, the ended func StartWork is given).
 type Machine struct {
 	cfg Config
 	log *slog.Logger
@@ -27,14 +27,27 @@ type Machine struct {
 	stop    chan struct{} // closed by Stop
 	once    sync.Once
 	notices chan struct{} // one pending RELEASE_NOTICE at most
+	endWake chan struct{} // one pending WORK_ENDED wake-up at most
 	ran     atomic.Bool
 	wg      sync.WaitGroup // callback goroutines and armed timers
+
+	// The end of a leadership's work, as reported to workEnded: the
+	// leadership's number (0 when none is pending) and why it ended.
+	endMu   sync.Mutex
+	endLead uint64
+	endErr  error
 
 	// Owned by Run's goroutine (stateless calls the hooks on it, inside Fire).
 	base     context.Context // Run's ctx without its cancellation
 	scope    *scope
 	lastCall chan struct{} // closed when the last invoked callback returned
 	cause    error         // the error behind the trigger being fired
+	// leadership counts the works started; WORK_ENDED acts only for the
+	// current one.
+	leadership uint64
+	// stopRequested is set once STOP fired: releasing_lock then ends in
+	// idle, not back among the followers.
+	stopRequested bool
 	// noticeInAcquire is a release notice that came while an acquire was in
 	// flight: that attempt may have reached Redis just before the release
 	// and failed, so the notice is replayed if the machine then waits.
@@ -52,6 +65,7 @@ func New(cfg Config) (*Machine, error) {
 		events:  make(chan event),
 		stop:    make(chan struct{}),
 		notices: make(chan struct{}, 1),
+		endWake: make(chan struct{}, 1),
 	}
 	m.state.Store(int64(Idle))
 	// External storage so State() is an atomic read, never a call into
@@ -67,11 +81,12 @@ func New(cfg Config) (*Machine, error) {
 }
 
 // Run is the machine's owner goroutine. It fires TRY_ACQUIRE_LOCK, then
-// turns timers, callback results, Stop and release notices into triggers
-// until the machine is back in idle after STOP, and returns nil. Cancelling
-// ctx acts as Stop; cleanup and release then run under a context that
-// keeps ctx's values but not its cancellation. Run returns only after
-// every goroutine it started has returned. It may be called once.
+// turns timers, callback results, Stop, release notices and the end of the
+// work into triggers until the machine is back in idle after STOP, and
+// returns nil. Cancelling ctx acts as Stop; cleanup and release then run
+// under a context that keeps ctx's values but not its cancellation. Run
+// returns only after every goroutine it started has returned. It may be
+// called once.
 func (m *Machine) Run(ctx context.Context) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -83,54 +98,93 @@ func (m *Machine) Run(ctx context.Context) error {
 		m.wg.Wait()
 	}()
 
-	stop, done := m.stop, ctx.Done()
+	in := inputs{stop: m.stop, done: ctx.Done()}
 	first := TryAcquireLock
 	select { // a stop that came first still goes through cleanup and release
-	case <-stop:
-		first, stop = Stop, nil
-	case <-done:
-		first, done = Stop, nil
+	case <-in.stop:
+		first, in.stop = Stop, nil
+	case <-in.done:
+		first, in.done = Stop, nil
 	default:
 	}
+	m.stopRequested = first == Stop
 	if err := m.fire(first, nil); err != nil {
 		return err
 	}
 	for m.State() != Idle {
-		var err error
-		select {
-		case ev := <-m.events:
-			if ev.gen != m.scope.gen {
-				m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen,
-					"state", m.State().String(), "current_gen", m.scope.gen)
-				continue
-			}
-			err = m.fire(ev.trigger, ev.err)
-		case <-stop:
-			stop = nil
-			err = m.fire(Stop, nil)
-		case <-done:
-			done = nil
-			m.log.Debug("context cancelled: stopping")
-			err = m.fire(Stop, nil)
-		case <-m.notices:
-			if m.State() == AcquiringLock {
-				m.noticeInAcquire = true
-				continue
-			}
-			err = m.fire(ReleaseNotice, nil)
-		}
-		if err == nil && m.noticeInAcquire && m.State() != AcquiringLock {
-			m.noticeInAcquire = false
-			if m.State() == WaitingToAcquireLock {
-				m.log.Debug("replaying a release notice that came during the failed attempt")
-				err = m.fire(ReleaseNotice, nil)
-			}
-		}
-		if err != nil {
+		if err := m.next(&in); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// inputs are Run's stop signals; each is set to nil once it has fired.
+type inputs struct {
+	stop <-chan struct{}
+	done <-chan struct{}
+}
+
+// next waits for one input and fires the trigger it stands for, if any.
+func (m *Machine) next(in *inputs) error {
+	var err error
+	select {
+	case ev := <-m.events:
+		if ev.gen != m.scope.gen {
+			m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen,
+				"state", m.State().String(), "currentGen", m.scope.gen)
+			return nil
+		}
+		err = m.fire(ev.trigger, ev.err)
+	case <-in.stop:
+		in.stop = nil
+		err = m.fireStop()
+	case <-in.done:
+		in.done = nil
+		m.log.Debug("context cancelled: stopping")
+		err = m.fireStop()
+	case <-m.notices:
+		if m.State() == AcquiringLock {
+			m.noticeInAcquire = true
+			return nil
+		}
+		err = m.fire(ReleaseNotice, nil)
+	case <-m.endWake:
+		err = m.fireWorkEnded()
+	}
+	if err == nil && m.noticeInAcquire && m.State() != AcquiringLock {
+		m.noticeInAcquire = false
+		if m.State() == WaitingToAcquireLock {
+			m.log.Debug("replaying a release notice that came during the failed attempt")
+			err = m.fire(ReleaseNotice, nil)
+		}
+	}
+	return err
+}
+
+// fireStop fires STOP and remembers it, so that a leadership already on
+// its way out after WORK_ENDED ends in idle rather than rejoining.
+func (m *Machine) fireStop() error {
+	m.stopRequested = true
+	return m.fire(Stop, nil)
+}
+
+// fireWorkEnded fires WORK_ENDED for the work of the current leadership;
+// the end of an earlier leadership's work is dropped.
+func (m *Machine) fireWorkEnded() error {
+	m.endMu.Lock()
+	lead, cause := m.endLead, m.endErr
+	m.endLead, m.endErr = 0, nil
+	m.endMu.Unlock()
+	if lead == 0 {
+		return nil // already taken with an earlier wake-up
+	}
+	if lead != m.leadership {
+		m.log.Debug("stale event dropped", "trigger", WorkEnded.String(), "leadership", lead,
+			"currentLeadership", m.leadership)
+		return nil
+	}
+	return m.fire(WorkEnded, cause)
 }
 
 // fire is the only caller of stateless's Fire. Every action and hook
@@ -161,6 +215,22 @@ func (m *Machine) Stop() {
 func (m *Machine) NotifyReleased() {
 	select {
 	case m.notices <- struct{}{}:
+	default:
+	}
+}
+
+// workEnded is the ended func handed to StartWork for leadership lead.
+// It never blocks and may be called from any goroutine, StartWork's own
+// included: it keeps the end of the latest leadership (an older one is
+// stale anyway) and wakes Run.
+func (m *Machine) workEnded(lead uint64, err error) {
+	m.endMu.Lock()
+	if lead >= m.endLead {
+		m.endLead, m.endErr = lead, err
+	}
+	m.endMu.Unlock()
+	select {
+	case m.endWake <- struct{}{}:
 	default:
 	}
 }

@@ -68,7 +68,7 @@ func TestChartWalk(t *testing.T) {
 		}
 
 		logs := h.logs.String()
-		if got := h.logs.count("msg=transition "); got != len(want) {
+		if got := h.logCount("msg=transition "); got != len(want) {
 			t.Errorf("%d transition log lines, want %d:\n%s", got, len(want), logs)
 		}
 		for _, s := range want {
@@ -86,7 +86,7 @@ func TestChartWalk(t *testing.T) {
 			`msg="Renewing lock"`:                3,
 			`msg="Releasing lock"`:               1,
 		} {
-			if got := h.logs.count(msg); got != n {
+			if got := h.logCount(msg); got != n {
 				t.Errorf("%s logged %d times, want %d", msg, got, n)
 			}
 		}
@@ -182,7 +182,7 @@ func TestStopInEveryState(t *testing.T) {
 				if last != (step{ReleasingLock, Idle, LockReleased}) {
 					t.Errorf("last transition = %v", last)
 				}
-				if n := h.logs.count("trigger=STOP"); n != 1 {
+				if n := h.logCount("trigger=STOP"); n != 1 {
 					t.Errorf("%d STOP transitions logged, want 1", n)
 				}
 			})
@@ -235,7 +235,7 @@ func TestStaleAcquireAfterStop(t *testing.T) {
 			t.Errorf("StartWork called %d times after a stale acquire", got)
 		}
 		h.stopThroughCleanup()
-		if h.logs.count("stale event dropped") == 0 {
+		if h.logCount("stale event dropped") == 0 {
 			t.Errorf("the stale result was not logged as dropped:\n%s", h.logs.String())
 		}
 		if got := h.startedCount(); got != 0 {
@@ -259,7 +259,7 @@ func TestLateTimerDropped(t *testing.T) {
 		h.m.events <- event{trigger: RenewTimer, gen: 2}
 		h.wantState(Working)
 		h.noCall(h.renew, "Renew after a late timer")
-		if h.logs.count("stale event dropped") != 1 {
+		if h.logCount("stale event dropped") != 1 {
 			t.Errorf("the late timer was not logged as dropped:\n%s", h.logs.String())
 		}
 
@@ -324,7 +324,7 @@ func TestReleaseNotice(t *testing.T) {
 			if got := h.startedCount(); got != 1 {
 				t.Errorf("StartWork called %d times", got)
 			}
-			if h.logs.count("msg=\"trigger ignored\" state=working trigger=RELEASE_NOTICE") == 0 {
+			if h.logCount("msg=\"trigger ignored\" state=working trigger=RELEASE_NOTICE") == 0 {
 				t.Errorf("ignored notice not logged at debug:\n%s", h.logs.String())
 			}
 		})

@@ -62,6 +62,7 @@ const (
 	ReleaseNotice
 	Stop
 	LockReleased
+	WorkEnded
 )
 
 var triggerNames = [...]string{
@@ -76,6 +77,7 @@ var triggerNames = [...]string{
 	ReleaseNotice:  "RELEASE_NOTICE",
 	Stop:           "STOP",
 	LockReleased:   "LOCK_RELEASED",
+	WorkEnded:      "WORK_ENDED",
 }
 
 func (t Trigger) String() string {

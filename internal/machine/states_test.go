@@ -20,7 +20,7 @@ func TestNames(t *testing.T) {
 		TryAcquireLock: "TRY_ACQUIRE_LOCK", LockAcquired: "LOCK_ACQUIRED", AcquireFailed: "ACQUIRE_FAILED",
 		RenewTimer: "RENEW_TIMER", LockRenewed: "LOCK_RENEWED", RenewFailed: "RENEW_FAILED",
 		WorkStopped: "WORK_STOPPED", RetryTimer: "RETRY_TIMER", ReleaseNotice: "RELEASE_NOTICE",
-		Stop: "STOP", LockReleased: "LOCK_RELEASED", Trigger(-1): "Trigger(-1)",
+		Stop: "STOP", LockReleased: "LOCK_RELEASED", WorkEnded: "WORK_ENDED", Trigger(-1): "Trigger(-1)",
 	}
 	for tr, want := range triggers {
 		if got := tr.String(); got != want {
