@@ -1,6 +1,10 @@
 // Package fleet starts and supervises local lockworker replica processes,
 // and redis-server processes for them, on free loopback ports: for the demo,
-// handover benchmarks and fault tests.
+// handover benchmarks and fault tests. Besides single servers it starts
+// Sentinel groups (a master, replicas, sentinels) and Redis Clusters
+// (redis-cli --cluster create), and forces their failovers (SENTINEL
+// FAILOVER, CLUSTER FAILOVER), returning once the nodes agree on the new
+// master.
 //
 // What it guarantees:
 //   - Every process it starts is killed with SIGKILL (after a SIGCONT, so a

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/poll"
 )
 
 // The test binary doubles as the fake child: with FLEET_FAKE set it serves
@@ -79,7 +80,7 @@ func fake(t *testing.T, f *fleet.Fleet, name string, env ...string) *fleet.Proce
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, name+" ready", func() bool { return strings.Contains(p.Output(), "ready") })
+	poll.Until(t, 10*time.Second, name+" ready", func() bool { return strings.Contains(p.Output(), "ready") })
 	return p
 }
 
@@ -88,18 +89,6 @@ func newFleet(t *testing.T) *fleet.Fleet {
 	f := fleet.New(t.Context())
 	t.Cleanup(func() { _ = f.Close() })
 	return f
-}
-
-// waitFor polls cond every 10ms until it holds or limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // gone reports whether no process (not even a zombie) has the PID.
@@ -177,7 +166,7 @@ func TestKillEndsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	f := newFleet(t)
 	a := fake(t, f, "a", "FAKE_IGNORE_TERM=1")
 	_ = a.Terminate()
-	waitFor(t, 5*time.Second, "SIGTERM seen", func() bool { return strings.Contains(a.Output(), "got SIGTERM") })
+	poll.Until(t, 5*time.Second, "SIGTERM seen", func() bool { return strings.Contains(a.Output(), "got SIGTERM") })
 	if a.Exited() {
 		t.Fatal("exited although it ignores SIGTERM")
 	}
@@ -245,7 +234,7 @@ func TestContextCancelKillsEverything(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("process survived the context")
 	}
-	waitFor(t, 5*time.Second, "pid released", func() bool { return gone(a.PID()) })
+	poll.Until(t, 5*time.Second, "pid released", func() bool { return gone(a.PID()) })
 }
 
 // TestSupervisorDeathKillsChildren kill -9s a process that supervises a
@@ -257,7 +246,7 @@ func TestSupervisorDeathKillsChildren(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	waitFor(t, 10*time.Second, "grandchild pid", func() bool {
+	poll.Until(t, 10*time.Second, "grandchild pid", func() bool {
 		sc := bufio.NewScanner(strings.NewReader(parent.Output()))
 		for sc.Scan() {
 			if v, ok := strings.CutPrefix(sc.Text(), "child-pid "); ok {
@@ -274,7 +263,7 @@ func TestSupervisorDeathKillsChildren(t *testing.T) {
 	}
 	<-parent.Done()
 	// The grandchild is reparented to init (or a subreaper), which reaps it.
-	waitFor(t, 10*time.Second, "grandchild killed by Pdeathsig", func() bool {
+	poll.Until(t, 10*time.Second, "grandchild killed by Pdeathsig", func() bool {
 		if gone(child) {
 			return true
 		}

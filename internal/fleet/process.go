@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/tail"
 )
 
 // Spec describes a process to start.
@@ -45,7 +46,7 @@ type Process struct {
 	Port int
 
 	cmd  *exec.Cmd
-	out  *tailBuffer
+	out  *tail.Buffer
 	http *http.Client
 	done chan struct{}
 
@@ -74,7 +75,7 @@ func start(spec Spec) (*Process, error) {
 	p := &Process{
 		Name: spec.Name,
 		Port: port,
-		out:  &tailBuffer{max: maxOutput},
+		out:  &tail.Buffer{Max: maxOutput},
 		http: &http.Client{Timeout: time.Second},
 		done: make(chan struct{}),
 	}
@@ -120,6 +121,9 @@ func (p *Process) URL() string { return "http://127.0.0.1:" + strconv.Itoa(p.Por
 // Output returns what the child has written to stdout and stderr so far
 // (the last 4 MiB).
 func (p *Process) Output() string { return p.out.String() }
+
+// LastLines returns the last n lines of the child's output, for errors.
+func (p *Process) LastLines(n int) string { return p.out.Lines(n) }
 
 // Done is closed once the child has exited and been reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
@@ -232,27 +236,4 @@ func (p *Process) Status(ctx context.Context) (httpapi.Status, error) {
 // String names the process.
 func (p *Process) String() string {
 	return fmt.Sprintf("%s (pid %d, port %d)", p.Name, p.PID(), p.Port)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

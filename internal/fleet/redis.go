@@ -28,6 +28,11 @@ type RedisSpec struct {
 	AppendOnly bool
 	// Args are extra redis-server arguments, e.g. "--requirepass", "x".
 	Args []string
+	// ConfigFile, when set, is loaded first (redis-server's first
+	// argument); a sentinel needs one it can rewrite.
+	ConfigFile string
+	// Port is the server's port. Default: a free loopback port (never 6379).
+	Port int
 	// ReadyTimeout bounds the wait for PING to answer; default 10s.
 	ReadyTimeout time.Duration
 }
@@ -45,58 +50,28 @@ var ErrNoRedisServer = errors.New("fleet: redis-server not found in PATH")
 // StartRedis starts a redis-server on a free loopback port, bound to
 // 127.0.0.1 only, and waits until it answers PING.
 func (f *Fleet) StartRedis(ctx context.Context, spec RedisSpec) (*Redis, error) {
-	if spec.Name == "" {
-		spec.Name = "redis"
-	}
-	if spec.ReadyTimeout <= 0 {
-		spec.ReadyTimeout = 10 * time.Second
-	}
-	path := spec.Path
-	if path == "" {
-		var err error
-		if path, err = lookRedis(); err != nil {
-			return nil, err
-		}
-	}
-	dir, temp := spec.Dir, false
-	if dir == "" {
-		var err error
-		if dir, err = os.MkdirTemp("", "lockworker-redis-"); err != nil {
-			return nil, fmt.Errorf("fleet: %w", err)
-		}
-		temp = true
-	}
-	port, err := FreePort()
-	if err != nil {
+	if err := spec.fill(); err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--dir", dir,
-		"--save", "",
-		"--daemonize", "no",
-		"--protected-mode", "no",
-		"--loglevel", "warning",
-		"--logfile", filepath.Join(dir, "redis.log"),
+	temp := spec.Dir == ""
+	if temp {
+		dir, err := os.MkdirTemp("", "lockworker-redis-")
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		spec.Dir = dir
 	}
-	if spec.AppendOnly {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	args = append(args, spec.Args...)
-	p, err := f.Start(Spec{Name: spec.Name, Path: path, Args: args, Env: []string{}, Port: port, Dir: dir})
+	p, err := f.Start(Spec{Name: spec.Name, Path: spec.Path, Args: spec.args(), Env: []string{}, Port: spec.Port, Dir: spec.Dir})
 	if err != nil {
 		if temp {
-			_ = os.RemoveAll(dir)
+			_ = os.RemoveAll(spec.Dir)
 		}
 		return nil, err
 	}
 	if temp {
-		f.removeOnClose(dir)
+		f.removeOnClose(spec.Dir)
 	}
-	r := &Redis{Process: p, Dir: dir}
+	r := &Redis{Process: p, Dir: spec.Dir}
 	ctx, cancel := context.WithTimeout(ctx, spec.ReadyTimeout)
 	defer cancel()
 	if err := r.waitReady(ctx); err != nil {
@@ -105,6 +80,51 @@ func (f *Fleet) StartRedis(ctx context.Context, spec RedisSpec) (*Redis, error) 
 		return nil, err
 	}
 	return r, nil
+}
+
+// fill sets the defaults that need no directory.
+func (spec *RedisSpec) fill() error {
+	if spec.Name == "" {
+		spec.Name = "redis"
+	}
+	if spec.ReadyTimeout <= 0 {
+		spec.ReadyTimeout = 10 * time.Second
+	}
+	var err error
+	if spec.Path == "" {
+		if spec.Path, err = lookRedis(); err != nil {
+			return err
+		}
+	}
+	if spec.Port == 0 {
+		spec.Port, err = FreePort()
+	}
+	return err
+}
+
+// args is the server's command line: loopback only, no RDB snapshots, the
+// log in Dir, AOF (appendfsync always) when asked.
+func (spec *RedisSpec) args() []string {
+	var args []string
+	if spec.ConfigFile != "" {
+		args = append(args, spec.ConfigFile)
+	}
+	args = append(args,
+		"--port", strconv.Itoa(spec.Port),
+		"--bind", "127.0.0.1",
+		"--dir", spec.Dir,
+		"--save", "",
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--loglevel", "warning",
+		"--logfile", filepath.Join(spec.Dir, "redis.log"),
+	)
+	if spec.AppendOnly {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	return append(args, spec.Args...)
 }
 
 // Addr is host:port of the server.

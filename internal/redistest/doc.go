@@ -1,5 +1,7 @@
 // Package redistest starts real redis-server processes on free loopback
-// ports for tests, and stops them when the test ends.
+// ports for tests, and stops them when the test ends: single servers,
+// replicas of them, Sentinel groups and Redis Clusters (package fleet
+// starts them; see its SentinelGroup.Failover and RedisCluster.Failover).
 //
 // It never touches port 6379 and never relies on a Redis someone left
 // running. A server can be stopped (SIGSTOP), resumed, killed and restarted
