@@ -16,7 +16,10 @@ const MinTTL = 10 * time.Millisecond
 
 // Config configures a Locker. Clients passed in Nodes and Epoch must be
 // built with MaxRetries: -1 and ContextTimeoutEnabled: true (see the
-// package documentation).
+// package documentation). An Epoch that is a *redis.Client (one node, or
+// Sentinel's failover client) or a *redis.ClusterClient gets its bumps
+// WAITed for by its master's replicas; other Scripters do not. Key should
+// carry a hash tag (TaggedKey) for Redis Cluster.
 type Config struct {
 	// Nodes are the independent masters, one client each. Required. One node
 	// is single-node mode (quorum 1); otherwise the count must be odd and at
@@ -44,6 +47,17 @@ type Config struct {
 	// NodeNames name the nodes in errors (host:port, never a password).
 	// Optional; when set, one per node. Default "node0", "node1", ...
 	NodeNames []string
+	// MinReplicas is how many replicas of the epoch authority's master must
+	// acknowledge an epoch bump before its token is used, even when fewer
+	// are online: a master that lost its replicas (a failover under way,
+	// the old master still taking writes) then cannot hand out a token a
+	// promoted replica would hand out again. Default 0: only the online
+	// replicas are waited for, and none when there are none.
+	MinReplicas int
+	// ShardedNotices publishes release notices with SPUBLISH (Redis
+	// Cluster's sharded pub/sub: the channel shares the key's slot) instead
+	// of PUBLISH. Default false.
+	ShardedNotices bool
 }
 
 func (cfg *Config) validate() error {
@@ -73,6 +87,9 @@ func (cfg *Config) validate() error {
 	}
 	if math.IsNaN(cfg.DriftFactor) || cfg.DriftFactor < 0 || cfg.DriftFactor >= 0.5 {
 		bad("drift factor %v is outside [0, 0.5)", cfg.DriftFactor)
+	}
+	if cfg.MinReplicas < 0 {
+		bad("min replicas %d is negative", cfg.MinReplicas)
 	}
 	if cfg.NodeTimeout < 0 {
 		bad("node timeout %s is negative", cfg.NodeTimeout)

@@ -21,6 +21,10 @@
 //     single-node mode, right after the quorum is won with Redlock. Per-node
 //     counters across different quorums are not monotonic and are never
 //     used. The job store must reject writes whose token is below the epoch.
+//   - The epoch only grows: RaiseEpoch raises it to at least N for an
+//     operator repairing it (tokens after it are above N), and Reissue
+//     gives a held lease a new token above a floor the holder knows of;
+//     neither ever lowers it.
 //   - Acquire is idempotent per attempt: a key that already holds this
 //     attempt's value counts as acquired with the same token, and a re-sent
 //     epoch bump returns the same token. An attempt that failed, timed out
@@ -50,9 +54,9 @@
 //     the deadline, after which Renew returns ErrLost without touching Redis.
 //   - Release notices (published on ReleasedChannel; package notice
 //     listens) are hints for a fast handover; they can be lost, so polling
-//     stays the fallback. A failed attempt's
-//     clean-up publishes one only when the attempt may have held a quorum,
-//     so followers do not wake each other over a minority node.
+//     stays the fallback. Only Release publishes one: a failed attempt's
+//     clean-up never does, so followers do not wake each other in a storm
+//     of attempts that cannot succeed (say, with the epoch authority down).
 //
 // # Client requirements
 //
@@ -66,9 +70,21 @@
 //
 // # Keys
 //
-// For lock key K: K holds the lock value; K:holder is a hash {worker,
-// token} with the same TTL (who holds it, without the value); K:epoch is
-// the fencing counter and K:epoch:last the sha1 of the value that got the
-// last bump (epoch authority only); the channel K:released receives the
-// worker ID on every release.
+// For lock key K (TaggedKey of LOCK_KEY, so all of them share one Redis
+// Cluster hash slot; keys.go is the one place that names them): K holds the
+// lock value; K:holder is a hash {worker, token} with the same TTL (who
+// holds it, without the value); K:epoch is the fencing counter and
+// K:epoch:last the sha1 of the value that got the last bump (epoch
+// authority only); the channel K:released receives the worker ID on every
+// release (SPUBLISH with ShardedNotices).
+//
+// # Replicas
+//
+// An epoch bump on a master with replicas is WAITed for: the token is
+// returned only once every online replica, and at least MinReplicas, has
+// acknowledged the write (see replicated in replicas.go), so a failover to
+// any of them cannot hand the token out again. Not guaranteed: that a
+// replica that was offline at the bump, and is promoted anyway, has it;
+// and renewals and releases are not WAITed, so a failover can lose or
+// shorten the lock itself (the next leader's token is still higher).
 package redislock

@@ -23,9 +23,6 @@ type Lease struct {
 // before for this lock by the same epoch authority.
 func (l *Lease) Token() int64 { return l.token }
 
-// WorkerID is the worker ID the lease was acquired for.
-func (l *Lease) WorkerID() string { return l.workerID }
-
 // Deadline is the local monotonic deadline: start of the last successful
 // acquire or renew attempt + TTL - drift. The lease must not be assumed
 // beyond it, whatever Redis says.

@@ -62,18 +62,6 @@ func warmClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // subscribe subscribes to the release channel of key on c and returns the
 // message channel once the subscription is confirmed.
 func subscribe(t *testing.T, c *redis.Client, key string) <-chan *redis.Message {
@@ -94,6 +82,19 @@ func receive(t *testing.T, ch <-chan *redis.Message, within time.Duration) *redi
 	case <-time.After(within):
 		t.Fatalf("no release notice within %s", within)
 		return nil
+	}
+}
+
+// noNotice fails the test if a release notice is waiting on notices, the
+// subscription of c. Messages on one node arrive in publish order: a
+// notice published before this call would come before the sentinel.
+func noNotice(t *testing.T, c *redis.Client, notices <-chan *redis.Message) {
+	t.Helper()
+	if err := c.Publish(t.Context(), ReleasedChannel(key), "sentinel").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if m := receive(t, notices, 5*time.Second); m.Payload != "sentinel" {
+		t.Fatalf("got release notice %q from a failed attempt", m.Payload)
 	}
 }
 

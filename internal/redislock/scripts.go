@@ -44,3 +44,14 @@ var (
 	readEpochLua    string
 	readEpochScript = redis.NewScript(readEpochLua)
 )
+
+// Repairing the epoch (raise.go).
+var (
+	//go:embed raise.lua
+	raiseLua    string
+	raiseScript = redis.NewScript(raiseLua)
+
+	//go:embed reissue.lua
+	reissueLua    string
+	reissueScript = redis.NewScript(reissueLua)
+)

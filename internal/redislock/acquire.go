@@ -1,0 +1,169 @@
+package redislock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Acquire tries once to take the lock for workerID. It returns a lease with
+// a fresh fencing token, or an error:
+//   - a *HeldError (errors.Is ErrNotAcquired) when another holder has it;
+//   - otherwise the per-node errors joined, or a validity or epoch failure.
+//
+// On any failure every node that may hold this attempt's value (it said yes,
+// or it failed or timed out, so the write may have landed) is released
+// before returning, best effort and bounded by NodeTimeout. Acquire does not
+// retry; the caller does, after a jittered delay.
+func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
+	if workerID == "" {
+		return nil, errors.New("redislock: worker ID is required")
+	}
+	a := &attempt{l: l, workerID: workerID, value: rand.Text(), start: l.now()} // 130 bits from crypto/rand
+	bump := "0"
+	if l.inlineEpoch {
+		bump = "1"
+	}
+	args := []any{a.value, l.ttlMs, workerID, bump}
+	res := fanOut(ctx, l, nil, func(ctx context.Context, n redis.Scripter) (v []int64, err error) {
+		if l.inlineEpoch {
+			v, err = l.replicated(ctx, acquireScript, l.acqKeys, args, granted)
+		} else {
+			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
+		}
+		if err == nil && len(v) != 2 {
+			err = fmt.Errorf("unexpected acquire reply of %d values", len(v))
+		}
+		return v, err
+	})
+	a.tally(res)
+	elapsed := l.now().Sub(a.start)
+	switch {
+	case len(a.yes) >= l.quorum && elapsed < l.validity:
+		return a.win(ctx)
+	case len(a.yes) >= l.quorum:
+		return a.fail(ctx, errors.Join(a.tooSlow(elapsed), errors.Join(a.errs...)))
+	case len(a.held) > len(l.nodes)-l.quorum:
+		return a.fail(ctx, &HeldError{TTL: l.retryAfter(a.held)})
+	default:
+		return a.fail(ctx, fmt.Errorf("redislock: acquire: %d of %d nodes granted, %d needed, released: %w",
+			len(a.yes), len(l.nodes), l.quorum, errors.Join(a.errs...)))
+	}
+}
+
+// granted says an acquire reply holds the lock (and so wrote the epoch).
+func granted(v []int64) bool { return len(v) == 2 && v[0] == 1 }
+
+// attempt is one Acquire: its random value and what the nodes answered.
+type attempt struct {
+	l        *Locker
+	workerID string
+	value    string
+	start    time.Time
+	yes      []int   // nodes that granted
+	maybe    []int   // nodes that failed or timed out: they may hold the value
+	held     []int64 // remaining TTLs of the nodes held by another value
+	errs     []error
+	token    int64 // from a granting node (single node: bumped in the script)
+}
+
+func (a *attempt) tally(res []result[[]int64]) {
+	for i, r := range res {
+		switch {
+		case r.err != nil:
+			a.maybe = append(a.maybe, i)
+			a.errs = append(a.errs, a.l.nodeErr(i, r.err))
+		case r.v[0] == 1:
+			a.yes = append(a.yes, i)
+			a.token = r.v[1]
+		default:
+			a.held = append(a.held, r.v[1])
+		}
+	}
+}
+
+// win turns a quorum into a lease: with Redlock the epoch is bumped on the
+// authority first, and the lease is refused if that took it past validity.
+func (a *attempt) win(ctx context.Context) (*Lease, error) {
+	l := a.l
+	if !l.inlineEpoch {
+		t, recorded, err := l.bumpEpoch(ctx, a.value)
+		if err != nil {
+			return a.fail(ctx, fmt.Errorf("redislock: quorum won but the fencing epoch bump failed, released: %w", err))
+		}
+		a.token = t
+		if !recorded {
+			// The authority holds no key of ours, so Holder would find
+			// the token on no node: write it where the quorum is.
+			l.recordToken(ctx, a.yes, a.value, a.token)
+		}
+	}
+	deadline := a.start.Add(l.validity)
+	if now := l.now(); !now.Before(deadline) {
+		return a.fail(ctx, a.tooSlow(now.Sub(a.start)))
+	}
+	return &Lease{value: a.value, workerID: a.workerID, token: a.token, now: l.now, deadline: deadline}, nil
+}
+
+func (a *attempt) tooSlow(elapsed time.Duration) error {
+	return fmt.Errorf("redislock: acquire took %s, past the lease validity %s, released",
+		elapsed.Round(time.Millisecond), a.l.validity)
+}
+
+// fail releases every node that may hold this attempt's value and returns
+// err. It never publishes a release notice: a failed attempt was never a
+// leadership anyone waits for, and a notice would wake every follower at
+// once, each failing the same way (with the epoch authority down, every
+// attempt wins the quorum and fails at the bump) and waking the others
+// again, in a storm. A follower that saw this attempt's key waits out its
+// retry delay instead.
+func (a *attempt) fail(ctx context.Context, err error) (*Lease, error) {
+	a.l.cleanup(ctx, append(a.yes, a.maybe...), a.value, a.workerID)
+	return nil, err
+}
+
+// retryAfter is how long until enough of the other holder's keys expire
+// for a quorum to be free: with h nodes held and N-q allowed to stay held,
+// the (h-(N-q))-th shortest remaining TTL. Keys without a TTL never expire,
+// which makes the answer unknown (0).
+func (l *Locker) retryAfter(pttls []int64) time.Duration {
+	ttls := make([]time.Duration, len(pttls))
+	for i, p := range pttls {
+		ttls[i] = time.Duration(p) * time.Millisecond
+		if p < 0 {
+			ttls[i] = -1 // no TTL: sorted last below
+		}
+	}
+	slices.SortFunc(ttls, func(a, b time.Duration) int {
+		switch {
+		case a == b:
+			return 0
+		case a < 0:
+			return 1
+		case b < 0:
+			return -1
+		case a < b:
+			return -1
+		}
+		return 1
+	})
+	k := len(ttls) - (len(l.nodes) - l.quorum)
+	if k < 1 || k > len(ttls) || ttls[k-1] < 0 {
+		return 0
+	}
+	return ttls[k-1]
+}
+
+// cleanup releases a failed attempt on the given nodes, without a notice,
+// even when ctx is already done, bounded by NodeTimeout per node.
+func (l *Locker) cleanup(ctx context.Context, idx []int, value, workerID string) {
+	if len(idx) == 0 {
+		return
+	}
+	_ = l.release(context.WithoutCancel(ctx), idx, value, workerID, false)
+}

@@ -1,0 +1,33 @@
+package redislock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// bumpEpoch bumps the epoch once for value on the epoch authority. recorded
+// says the authority is also a lock node holding value, and its holder hash
+// now carries the token (Holder takes the token from any node of the
+// holder's quorum, for display only).
+func (l *Locker) bumpEpoch(ctx context.Context, value string) (token int64, recorded bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
+	defer cancel()
+	v, err := l.replicated(ctx, epochScript, l.epochKeys, []any{value}, func([]int64) bool { return true })
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("unexpected epoch reply of %d values", len(v))
+	}
+	if err != nil {
+		return 0, false, &NodeError{Node: "epoch authority", Err: err}
+	}
+	return v[0], v[1] == 1, nil
+}
+
+// recordToken writes the token into the holder hash of the nodes that
+// granted the lock, for Holder. Best effort: it is for people, not safety.
+func (l *Locker) recordToken(ctx context.Context, idx []int, value string, token int64) {
+	fanOut(ctx, l, idx, func(ctx context.Context, n redis.Scripter) (int64, error) {
+		return setTokenScript.Run(ctx, n, l.lockKeys, value, token).Int64()
+	})
+}

@@ -1,0 +1,188 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// replicaCountTTL is how long the epoch authority's count of online
+// replicas is trusted. After that it is read again (ROLE), in the same
+// round trip as the next bump.
+const replicaCountTTL = time.Second
+
+// errReplicas marks an epoch bump that did not reach every online replica
+// of the authority's master in time: its token must not be used, since a
+// failover could hand it out again.
+var errReplicas = errors.New("redislock: the fencing epoch did not reach every replica")
+
+// master is the epoch authority's current master as one *redis.Client, so
+// a pipeline on it uses one connection: WAIT counts the acknowledgements
+// of the writes made on its own connection.
+type master struct {
+	get func(ctx context.Context) (*redis.Client, error)
+	// redirected refreshes the client's view of the topology after a
+	// MOVED, ASK or READONLY reply (a failover moved the master).
+	redirected func(ctx context.Context)
+}
+
+// masterOf is how to reach c's master for key: c itself for a
+// *redis.Client (one node, or Sentinel's failover client), the slot's
+// master for a *redis.ClusterClient. Nil for other clients: their bumps
+// are not WAITed.
+func masterOf(c redis.Scripter, key string) *master {
+	switch c := c.(type) {
+	case *redis.Client:
+		return &master{
+			get:        func(context.Context) (*redis.Client, error) { return c, nil },
+			redirected: func(context.Context) {},
+		}
+	case *redis.ClusterClient:
+		return &master{
+			get:        func(ctx context.Context) (*redis.Client, error) { return c.MasterForKey(ctx, key) },
+			redirected: c.ReloadState,
+		}
+	}
+	return nil
+}
+
+// replicaCount caches how many online replicas the authority's master has.
+type replicaCount struct {
+	mu   sync.Mutex
+	n    int
+	read time.Time // zero: never read, or invalidated
+}
+
+// get returns the cached count and whether it is younger than
+// replicaCountTTL.
+func (r *replicaCount) get(now time.Time) (n int, fresh bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, !r.read.IsZero() && now.Sub(r.read) < replicaCountTTL
+}
+
+func (r *replicaCount) set(n int, now time.Time) {
+	r.mu.Lock()
+	r.n, r.read = n, now
+	r.mu.Unlock()
+}
+
+func (r *replicaCount) invalidate() {
+	r.mu.Lock()
+	r.read = time.Time{}
+	r.mu.Unlock()
+}
+
+// replicated is the WAIT step: it runs script s on the epoch authority
+// and, when s wrote (wrote says so from the reply) and the authority's
+// master has online replicas, returns only once every one of them
+// acknowledged the write (WAIT on the same connection, in the same round
+// trip, bounded by the node timeout); otherwise it returns the reply with
+// an error wrapping errReplicas, and the caller must not use its token.
+//
+// It waits for at least MinReplicas acknowledgements even when fewer
+// replicas are online. With no replica and MinReplicas 0 it costs what it
+// did before: one EVALSHA, in one round trip. The replica count comes from ROLE, sent in the same round trip
+// whenever the cached count is older than replicaCountTTL; only when ROLE
+// finds more replicas than were waited for does a second WAIT follow.
+func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string, args []any, wrote func([]int64) bool) ([]int64, error) {
+	online, fresh := l.replicas.get(l.now())
+	want := max(online, l.minReplicas)
+	if l.master == nil || (fresh && want == 0) {
+		return s.Run(ctx, l.epoch, keys, args...).Int64Slice()
+	}
+	m, err := l.master.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn := m.Conn() // one connection: WAIT counts the acknowledgements of its own writes
+	defer func() { _ = conn.Close() }()
+	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, !fresh)
+	v, err := run.Int64Slice()
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // not run, and the WAIT sent with it timed out
+		l.replicas.invalidate()
+		return nil, fmt.Errorf("%w: fewer than %d acknowledged within %s", errReplicas, want, l.waitTimeout)
+	}
+	if err != nil {
+		if redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") {
+			l.master.redirected(ctx)
+			l.replicas.invalidate()
+		}
+		return nil, err
+	}
+	have, rerr := want, error(nil)
+	if role != nil {
+		if have, rerr = onlineReplicas(role); rerr == nil {
+			l.replicas.set(have, l.now())
+			have = max(have, l.minReplicas)
+		}
+	}
+	switch {
+	case !wrote(v):
+		return v, nil
+	case rerr != nil:
+		return v, rerr
+	case have > want: // more replicas than waited for: wait for them all
+		wait = conn.Do(ctx, "WAIT", have, l.waitTimeout.Milliseconds())
+	case have == 0: // none left: nothing to wait for
+		return v, nil
+	}
+	want = have
+	if acked, err := wait.Int64(); err != nil || int(acked) < want {
+		l.replicas.invalidate()
+		return v, errors.Join(fmt.Errorf("%w: %d of %d acknowledged within %s (at least %d required)",
+			errReplicas, acked, want, l.waitTimeout, l.minReplicas), err)
+	}
+	return v, nil
+}
+
+// bumpAndWait sends, in one round trip on conn: ROLE when asked, the
+// script, and WAIT want when want > 0. After NOSCRIPT (a fresh server, or
+// a promoted replica: scripts are not replicated) it sends the script
+// again with EVAL, and the WAIT again.
+func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Script, keys []string, args []any, want int, readRole bool) (role, run, wait *redis.Cmd) {
+	send := func(eval bool) {
+		_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			if readRole && role == nil {
+				role = p.Do(ctx, "ROLE")
+			}
+			if eval {
+				run = s.Eval(ctx, p, keys, args...)
+			} else {
+				run = s.EvalSha(ctx, p, keys, args...)
+			}
+			if want > 0 {
+				wait = p.Do(ctx, "WAIT", want, l.waitTimeout.Milliseconds())
+			}
+			return nil
+		})
+	}
+	send(false)
+	if redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+		if wait != nil {
+			if acked, err := wait.Int64(); err != nil || int(acked) < want {
+				return role, run, wait // the replicas did not answer: a second try would wait as long in vain
+			}
+		}
+		send(true)
+	}
+	return role, run, wait
+}
+
+// onlineReplicas reads ROLE's reply: how many replicas are online (ROLE
+// lists only those), or an error when the node is not a master.
+func onlineReplicas(c *redis.Cmd) (int, error) {
+	v, err := c.Slice()
+	if err != nil {
+		return 0, fmt.Errorf("ROLE: %w", err)
+	}
+	if len(v) < 3 || v[0] != "master" {
+		return 0, fmt.Errorf("the epoch authority is not a master (ROLE says %v)", v)
+	}
+	list, _ := v[2].([]any)
+	return len(list), nil
+}

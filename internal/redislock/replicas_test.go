@@ -1,0 +1,234 @@
+package redislock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+// TestBumpWaitsForReplicas: with a replica that does not acknowledge (it
+// is frozen, so the master still counts it online), the acquire fails
+// with errReplicas and leaves no lock behind; once the replica answers,
+// the next acquire succeeds with a higher token, which the replica
+// already holds when Acquire returns.
+func TestBumpWaitsForReplicas(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	r := redistest.StartReplica(t, s)
+	l := newLocker(t, []*redis.Client{s.Client()}, nil)
+	ad, rep := admin(t, s), admin(t, r)
+	ctx := t.Context()
+
+	// Under load a healthy replica can miss the WAIT bound too; that
+	// attempt fails as it should, and a later one succeeds.
+	var a *Lease
+	var err error
+	poll.Until(t, 10*time.Second, "an acquire with a healthy replica", func() bool {
+		a, err = l.Acquire(ctx, "w")
+		return err == nil
+	})
+	if got := rep.Get(ctx, EpochKey(key)).Val(); got != strconv.FormatInt(a.Token(), 10) {
+		t.Fatalf("replica epoch %q when Acquire returned token %d", got, a.Token())
+	}
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	r.Freeze()
+	_, err = l.Acquire(ctx, "w")
+	r.Thaw()
+	if !errors.Is(err, errReplicas) || errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("acquire with a silent replica: %v, want errReplicas", err)
+	}
+	if n := ad.Exists(ctx, key, HolderKey(key)).Val(); n != 0 {
+		t.Fatalf("%d lock keys left after the unreplicated attempt", n)
+	}
+
+	var b *Lease
+	poll.Until(t, 10*time.Second, "an acquire once the replica answers", func() bool {
+		b, err = l.Acquire(ctx, "w")
+		return err == nil
+	})
+	if b.Token() <= a.Token()+1 { // the failed attempt used a.Token()+1
+		t.Fatalf("token %d after %d and a failed attempt", b.Token(), a.Token())
+	}
+	if got := rep.Get(ctx, EpochKey(key)).Val(); got != strconv.FormatInt(b.Token(), 10) {
+		t.Fatalf("replica epoch %q when Acquire returned token %d", got, b.Token())
+	}
+}
+
+// TestRedlockAuthorityWaitsForReplicas: the Redlock epoch bump on an
+// authority whose replica does not acknowledge fails the acquire, and the
+// quorum is released.
+func TestRedlockAuthorityWaitsForReplicas(t *testing.T) {
+	c := startCluster(t, 3)
+	authority := redistest.Start(t, redistest.Options{})
+	r := redistest.StartReplica(t, authority)
+	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.Epoch = authority.Client() })
+	ctx := t.Context()
+	r.Freeze()
+	_, err := l.Acquire(ctx, "w")
+	r.Thaw()
+	if !errors.Is(err, errReplicas) {
+		t.Fatalf("acquire with a silent replica of the authority: %v, want errReplicas", err)
+	}
+	for i, a := range c.admins {
+		if a.Exists(ctx, key).Val() != 0 {
+			t.Fatalf("node %d still holds the lock", i)
+		}
+	}
+}
+
+// TestNoReplicaNoWait: on a master without replicas nothing waits. Over
+// many acquires the only extra command is ROLE, at most once per
+// replicaCountTTL, sent in the same round trip as a bump.
+func TestNoReplicaNoWait(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	l := newLocker(t, []*redis.Client{s.Client()}, nil)
+	ad := admin(t, s)
+	ctx := t.Context()
+	start := time.Now()
+	for range 50 {
+		lease, err := l.Acquire(ctx, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	stats := ad.Info(ctx, "commandstats").Val()
+	if strings.Contains(stats, "cmdstat_wait:") {
+		t.Fatalf("WAIT sent to a master without replicas:\n%s", stats)
+	}
+	roles := calls(stats, "role")
+	if limit := int(elapsed/replicaCountTTL) + 1; roles < 1 || roles > limit {
+		t.Fatalf("ROLE sent %d times in %s, want 1 to %d", roles, elapsed, limit)
+	}
+}
+
+// calls reads cmd's call count from INFO commandstats.
+func calls(stats, cmd string) int {
+	for line := range strings.SplitSeq(stats, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// TestTokensAcrossSentinelFailover: a lock on a Sentinel group keeps its
+// tokens increasing across a forced failover: the client follows the
+// sentinels to the new master, whose epoch already holds every token
+// handed out (each was WAITed for).
+func TestTokensAcrossSentinelFailover(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, fleet.SentinelSpec{})
+	c := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: g.Master, SentinelAddrs: addrsOf(g.Sentinels),
+		MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	testTokensAcrossFailover(t, c, func(ctx context.Context) error { _, err := g.Failover(ctx); return err })
+}
+
+// TestTokensAcrossClusterFailover: the same in a Redis Cluster, with
+// CLUSTER FAILOVER on the replica of the lock's slot; the client answers
+// MOVED from the old master by reloading its slot map, and a later
+// attempt reaches the new one.
+func TestTokensAcrossClusterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t, fleet.ClusterSpec{})
+	c := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: addrsOf(cl.Nodes), MaxRedirects: -1, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	testTokensAcrossFailover(t, c, func(ctx context.Context) error {
+		_, err := cl.Failover(ctx, TaggedKey(key))
+		return err
+	})
+}
+
+// testTokensAcrossFailover takes and releases the lock a few times, fails
+// the master over while the lock is held, and checks that the next
+// leaderships get higher tokens than every one before.
+func testTokensAcrossFailover(t *testing.T, c redis.Scripter, failover func(context.Context) error) {
+	t.Helper()
+	k := TaggedKey(key)
+	l, err := New(Config{Nodes: []redis.Scripter{c}, Key: k, TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	acquire := func() *Lease {
+		var lease *Lease
+		poll.Until(t, 20*time.Second, "an acquire", func() bool {
+			lease, err = l.Acquire(ctx, "w")
+			return err == nil
+		})
+		return lease
+	}
+	var last int64
+	for range 3 {
+		lease := acquire()
+		if lease.Token() <= last {
+			t.Fatalf("token %d after %d", lease.Token(), last)
+		}
+		last = lease.Token()
+		if err := l.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := acquire()
+	last = held.Token()
+	if err := failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The lease outlives the failover or not (renews may meet MOVED or the
+	// old master); either way the next leadership's token is higher.
+	_ = l.Release(ctx, held)
+	next := acquire()
+	if next.Token() <= last {
+		t.Fatalf("token %d after the failover, not above %d", next.Token(), last)
+	}
+	h, err := l.Holder(ctx)
+	if err != nil || !h.Held || h.Epoch != next.Token() {
+		t.Fatalf("holder after the failover: %+v, %v; want held at epoch %d", h, err, next.Token())
+	}
+}
+
+func addrsOf(rs []*fleet.Redis) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Addr()
+	}
+	return out
+}
+
+// TestMinReplicas: with MinReplicas 1 a master without a replica hands
+// out no token (as an old master does whose replica was just promoted);
+// once a replica is online, the acquire succeeds.
+func TestMinReplicas(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.MinReplicas = 1 })
+	ctx := t.Context()
+	if _, err := l.Acquire(ctx, "w"); !errors.Is(err, errReplicas) {
+		t.Fatalf("acquire without a replica: %v, want errReplicas", err)
+	}
+	if n := admin(t, s).Exists(ctx, key).Val(); n != 0 {
+		t.Fatal("the unreplicated attempt left its lock")
+	}
+	redistest.StartReplica(t, s)
+	poll.Until(t, 10*time.Second, "an acquire once a replica is online", func() bool {
+		_, err := l.Acquire(ctx, "w")
+		return err == nil
+	})
+}
