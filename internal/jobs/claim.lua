@@ -5,14 +5,19 @@
 -- KEYS[2] committed position: stream ID of the last finished entry
 -- KEYS[3] job stream
 -- KEYS[4] attempts hash: job ID -> deliveries so far
+-- KEYS[5] pause flag: present while an operator has paused the queue
 -- ARGV[1] fencing token
 --
 -- Returns {"stale", epoch}
+--       | {"paused"}
 --       | {"empty", position}
 --       | {"job", streamID, attempt, field1, value1, field2, value2, ...}
 local rejected = stale()
 if rejected then
   return rejected
+end
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {'paused'}
 end
 
 local pos, e = head()

@@ -20,18 +20,12 @@
 --       | {"done"}            the position is already this entry (a resent commit)
 --       | {"order", position} the entry is not the next one after the position
 --       | {"ok"}
-local rejected = stale()
-if rejected then
-  return rejected
-end
-local e, reply = at(ARGV[2])
+local e, reply = fenced_at(ARGV[2])
 if not e then
   return reply
 end
 
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('XDEL', KEYS[3], ARGV[2])
-redis.call('HDEL', KEYS[4], ARGV[3])
+finish(ARGV[2], ARGV[3])
 redis.call('HINCRBY', KEYS[5], 'committed', 1)
 redis.call('HSET', KEYS[6], 'id', ARGV[3], 'stream_id', ARGV[2], 'token', ARGV[1],
   'attempts', ARGV[4], 'committed_at', ARGV[5])

@@ -20,11 +20,7 @@
 --
 -- Returns {"stale", epoch} | {"done"} | {"order", position} | {"ok"},
 -- as commit.lua.
-local rejected = stale()
-if rejected then
-  return rejected
-end
-local e, reply = at(ARGV[2])
+local e, reply = fenced_at(ARGV[2])
 if not e then
   return reply
 end
@@ -35,9 +31,7 @@ for i = 1, #fields, 2 do
   if fields[i] == 'payload' then record[4] = fields[i + 1] end
   if fields[i] == 'enqueued_at' then record[6] = fields[i + 1] end
 end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('XDEL', KEYS[3], ARGV[2])
-redis.call('HDEL', KEYS[4], ARGV[3])
+finish(ARGV[2], ARGV[3])
 redis.call('HINCRBY', KEYS[5], 'dead_lettered', 1)
 redis.call('ZADD', KEYS[6], ARGV[5], ARGV[3])
 redis.call('DEL', KEYS[7])

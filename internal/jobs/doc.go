@@ -2,6 +2,11 @@
 // leader processes, one job at a time, in enqueue order, and every outcome
 // is a fenced commit.
 //
+// A Queue is what producers and operators use (Enqueue, Stats,
+// DeadLetters, Requeue); it needs no handler and no leadership. A Worker is
+// the leader's side: Process runs a Handler on each job under the
+// leadership's context and lease.
+//
 // # Layout
 //
 // With Prefix P (default "lockworker:jobs") and the lock's EpochKey E:
@@ -16,8 +21,11 @@
 //	P:dead          sorted set of dead job IDs, scored by failure time (ms)
 //	P:dead:<id>     hash: id, payload, enqueued_at, stream_id, error, attempts,
 //	                failed_at, token
-//	P:enqueued      pub/sub channel: Enqueue publishes each new job ID, and
-//	                Notify (wired to it) wakes an idle leader
+//	P:paused        present (value: unix ms) while an operator has paused the
+//	                queue: the leader claims no new job
+//	P:enqueued      pub/sub channel: Enqueue publishes each new job ID (and
+//	                Resume "resume"), and Worker.Notify (wired to it) wakes
+//	                an idle leader
 //	E               the lock's epoch counter, INCRed on each new leadership;
 //	                read here, never written
 //
@@ -38,17 +46,27 @@
 //   - At-least-once: a job is finished only by a commit. A job in flight
 //     when its leader dies, is stopped, or loses its lease is delivered
 //     again (with a higher Job.Attempt) by the next leader, which resumes
-//     right after the last committed job.
+//     right after the last committed job. So is a job whose commit a Redis
+//     failover lost (async replication): the leader finds the committed
+//     position behind its own last commit and resumes from it.
 //   - Fencing: a leader whose token is below the epoch cannot claim, commit
 //     or dead-letter anything, and its attempt leaves no trace; Process then
 //     returns an error wrapping ErrStaleToken. Process also checks
-//     Lease.Valid before each job and before recording it, and runs each job
-//     under a context cancelled once the lease's deadline passes (re-read
-//     when it comes, so a renewed lease keeps a long job running).
+//     Lease.Valid before each job and before recording it. Jobs run under
+//     the context Process is given; its owner (package leader) cancels it
+//     when the lease's deadline passes, and a renewal moves that deadline,
+//     so a long job may outlast one lease period, never the lease.
 //   - Bounded retries: a failing job is retried with jittered exponential
 //     backoff, then dead-lettered after MaxAttempts deliveries. Deliveries
 //     are counted in Redis, so a job that keeps killing or outliving its
-//     leaders is dead-lettered too instead of looping forever.
+//     leaders is dead-lettered too instead of looping forever. A handler
+//     that panics fails that attempt (the stack is logged once), so a job
+//     that always panics is dead-lettered with the panic as its error.
+//   - Payloads: Enqueue refuses an empty payload and one above MaxPayload.
+//   - Pause: while P:paused exists, claim hands out no job (checked in the
+//     claim script, after the fence), so the leader keeps its lock and
+//     takes nothing new; the job in flight when Pause came finishes and is
+//     committed. Resume deletes the flag and wakes the leader.
 //
 // # Not guaranteed
 //
@@ -60,9 +78,10 @@
 //   - Durability beyond Redis's own: the queue is as durable as the Redis
 //     that holds it. Without AOF (appendfsync always) a Redis restart can
 //     lose jobs, commits and the epoch itself; see the README.
-//   - Timeliness for an idle leader without notices: it is woken by Notify
-//     (enqueue notices), and otherwise looks for new jobs every
-//     PollInterval. A busy leader takes the next job at once.
+//   - Timeliness for an idle leader without notices: it is woken by
+//     Worker.Notify (enqueue notices), and otherwise looks for new jobs
+//     every PollInterval (jittered). A busy leader takes the next job at
+//     once.
 //   - An exact attempt count: a claim retried after a Redis error may count
 //     a delivery twice.
 package jobs

@@ -5,6 +5,7 @@
 -- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
 -- KEYS[2] committed position: stream ID of the last finished entry
 -- KEYS[3] job stream
+-- KEYS[4] attempts hash: job ID -> deliveries so far
 -- ARGV[1] fencing token
 
 -- stale returns nil when the token is not below the epoch, else the reply
@@ -49,3 +50,21 @@ local function at(sid)
   return e, nil
 end
 
+-- fenced_at is the start of a fenced write of entry sid: the entry when the
+-- token is current and sid is the head, else the reply that ends the call
+-- (stale, done or order, as stale and at say).
+local function fenced_at(sid)
+  local rejected = stale()
+  if rejected then
+    return nil, rejected
+  end
+  return at(sid)
+end
+
+-- finish moves the committed position to entry sid, removes it from the
+-- stream (so XLEN counts pending jobs) and forgets job id's deliveries.
+local function finish(sid, id)
+  redis.call('SET', KEYS[2], sid)
+  redis.call('XDEL', KEYS[3], sid)
+  redis.call('HDEL', KEYS[4], id)
+end

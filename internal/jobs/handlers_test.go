@@ -11,27 +11,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/poll"
 )
 
 func TestLogHandler(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	h := NewLogHandler(LogConfig{Duration: 10 * time.Millisecond, Logger: log})
-	if err := h.Handle(t.Context(), Job{ID: "J1", Attempt: 1}, 7); err != nil {
+	h := must(NewLogHandler(LogConfig{Duration: 10 * time.Millisecond, Logger: log}))
+	if err := h.Handle(t.Context(), Job{ID: "J1", Attempt: 1}, newLease(7, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); !strings.Contains(out, `msg="Doing some heavy work..."`) ||
 		!strings.Contains(out, "jobId=J1") || !strings.Contains(out, "token=7") {
 		t.Fatalf("log:\n%s", out)
 	}
-	if NewLogHandler(LogConfig{}).d != time.Second {
+	if must(NewLogHandler(LogConfig{})).d != time.Second {
 		t.Fatal("default duration is not 1s")
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	start := time.Now()
-	err := NewLogHandler(LogConfig{Duration: time.Hour}).Handle(ctx, Job{ID: "J2"}, 1)
+	err := must(NewLogHandler(LogConfig{Duration: time.Hour})).Handle(ctx, Job{ID: "J2"}, newLease(1, time.Minute))
 	if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
 		t.Fatalf("cancelled Handle: %v after %s", err, time.Since(start))
 	}
@@ -43,8 +45,11 @@ func TestExecHandler(t *testing.T) {
 		out, envFile := filepath.Join(dir, "out"), filepath.Join(dir, "env")
 		t.Setenv("OUT", out)
 		t.Setenv("ENVFILE", envFile)
-		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `cat > "$OUT"; env > "$ENVFILE"`}, WorkerID: "w-1"})
-		if err := h.Handle(t.Context(), Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 2}, 42); err != nil {
+		t.Setenv("REDIS_URLS", "redis://:s3cret@h:1")
+		t.Setenv("JOBS_TOKEN", "t0ken")
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `cat > "$OUT"; env > "$ENVFILE"`}, WorkerID: "w-1",
+			AllowEnv: append([]string{"OUT", "ENVFILE"}, testEnv...)}))
+		if err := h.Handle(t.Context(), Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 2}, newLease(42, time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(out); string(got) != "hello\x00world" {
@@ -57,22 +62,29 @@ func TestExecHandler(t *testing.T) {
 				t.Errorf("child env lacks %s", want)
 			}
 		}
+		for _, secret := range []string{"s3cret", "t0ken", "REDIS_URLS", "JOBS_TOKEN"} {
+			if strings.Contains(string(env), secret) {
+				t.Errorf("child env shows %s:\n%s", secret, env)
+			}
+		}
 	})
 	t.Run("non-zero exit", func(t *testing.T) {
-		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `echo "first line" >&2; echo "it broke" >&2; exit 3`}})
-		err := h.Handle(t.Context(), Job{ID: "J"}, 1)
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `echo "first line" >&2; echo "it broke" >&2; exit 3`}, AllowEnv: testEnv}))
+		err := h.Handle(t.Context(), Job{ID: "J"}, newLease(1, time.Minute))
 		if err == nil || !strings.Contains(err.Error(), "code 3") || !strings.Contains(err.Error(), "it broke") {
 			t.Fatalf("err = %v, want exit code 3 and the stderr tail", err)
 		}
 	})
-	t.Run("no command", func(t *testing.T) {
-		if err := NewExecHandler(ExecConfig{}).Handle(t.Context(), Job{}, 1); err == nil {
-			t.Fatal("no error without a command")
+	t.Run("bad config", func(t *testing.T) {
+		for _, cfg := range []ExecConfig{{}, {Command: []string{""}}, {Command: []string{"true"}, Grace: -time.Second}} {
+			if _, err := NewExecHandler(cfg); err == nil || !strings.HasPrefix(err.Error(), "jobs: exec handler: ") {
+				t.Errorf("NewExecHandler(%+v): %v, want a config error", cfg, err)
+			}
 		}
 	})
 	t.Run("cancel sends SIGTERM", func(t *testing.T) {
 		started := filepath.Join(dir, "started1")
-		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started}, Grace: 10 * time.Second})
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `touch "$1"; exec sleep 30`, "sh", started}, Grace: 10 * time.Second, AllowEnv: testEnv}))
 		elapsed, err := runAndCancel(t, h, started)
 		if err == nil || elapsed > 5*time.Second {
 			t.Fatalf("child ran %s after cancel (err %v), want it stopped by SIGTERM at once", elapsed, err)
@@ -83,7 +95,7 @@ func TestExecHandler(t *testing.T) {
 		const grace = 300 * time.Millisecond
 		// Ignores SIGTERM, and so does its own child, which holds stderr open.
 		script := `trap "" TERM; sleep 30 & echo $! > "$2"; touch "$1"; wait`
-		h := NewExecHandler(ExecConfig{Command: []string{"sh", "-c", script, "sh", started, pidFile}, Grace: grace})
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", script, "sh", started, pidFile}, Grace: grace, AllowEnv: testEnv}))
 		elapsed, err := runAndCancel(t, h, started)
 		if err == nil || elapsed < grace || elapsed > 5*time.Second {
 			t.Fatalf("child ran %s after cancel (err %v), want killed after grace %s", elapsed, err, grace)
@@ -93,7 +105,7 @@ func TestExecHandler(t *testing.T) {
 		if perr != nil {
 			t.Fatalf("pid file: %q", raw)
 		}
-		waitFor(t, 5*time.Second, "the grandchild to die", func() bool { return !alive(pid) })
+		poll.Until(t, 5*time.Second, "the grandchild to die", func() bool { return !alive(pid) })
 	})
 }
 
@@ -104,8 +116,8 @@ func runAndCancel(t *testing.T, h Handler, started string) (time.Duration, error
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- h.Handle(ctx, Job{ID: "J"}, 1) }()
-	waitFor(t, 10*time.Second, "the child to start", func() bool {
+	go func() { errc <- h.Handle(ctx, Job{ID: "J"}, newLease(1, time.Minute)) }()
+	poll.Until(t, 10*time.Second, "the child to start", func() bool {
 		_, err := os.Stat(started)
 		return err == nil
 	})
@@ -128,4 +140,13 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(stat), ") ")
 	return !strings.HasPrefix(rest, "Z") && !strings.HasPrefix(rest, "X")
+}
+
+// must unwraps a constructor that cannot fail on the config a test gives
+// it; a failure is a bug in the test.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -38,11 +40,6 @@ func (l *fakeLease) Deadline() time.Time {
 	return l.deadline
 }
 func (l *fakeLease) Valid() bool { return !l.revoked.Load() && time.Now().Before(l.Deadline()) }
-func (l *fakeLease) extend(d time.Duration) {
-	l.mu.Lock()
-	l.deadline = time.Now().Add(d)
-	l.mu.Unlock()
-}
 
 var _ Lease = (*fakeLease)(nil)
 
@@ -116,29 +113,48 @@ func newEnv(t testing.TB) *env {
 	return &env{srv: s, c: c, store: fencedStore{c}}
 }
 
-// queue builds a Queue with fast test timings; mod adjusts the config.
-func (e *env) queue(t testing.TB, h Handler, mod func(*Config)) *Queue {
+// testQueue is a queue and the worker that processes it.
+type testQueue struct {
+	*Queue
+	*Worker
+}
+
+// queue builds a Queue and its Worker with fast test timings; mod adjusts
+// the worker's config.
+func (e *env) queue(t testing.TB, h Handler, mod func(*WorkerConfig)) *testQueue {
 	t.Helper()
-	cfg := Config{
-		Client:       e.c,
-		EpochKey:     testEpochKey,
+	q, err := New(Config{Client: e.c, EpochKey: testEpochKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := WorkerConfig{
+		Queue:        q,
 		Handler:      h,
 		MaxAttempts:  3,
-		BackoffBase:  time.Millisecond,
-		BackoffMax:   5 * time.Millisecond,
+		Backoff:      backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond},
 		PollInterval: 10 * time.Millisecond,
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
-	q, err := New(cfg)
+	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return q
+	return &testQueue{Queue: q, Worker: w}
 }
 
-func (e *env) enqueue(t testing.TB, q *Queue, n int) []string {
+// lastCommitted is the ID of the last committed job, "" before any.
+func lastCommitted(t testing.TB, q *testQueue) string {
+	t.Helper()
+	id, err := q.Queue.cfg.Client.HGet(context.Background(), q.last, "id").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) enqueue(t testing.TB, q *testQueue, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
@@ -153,7 +169,7 @@ func (e *env) enqueue(t testing.TB, q *Queue, n int) []string {
 
 // process runs q.Process in the background; the returned func cancels it
 // and returns its error. Cleanup makes sure it has returned.
-func process(t testing.TB, q *Queue, lease Lease) (stop func() error, done <-chan error) {
+func process(t testing.TB, q *testQueue, lease Lease) (stop func() error, done <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan error, 1)
@@ -175,19 +191,7 @@ func process(t testing.TB, q *Queue, lease Lease) (stop func() error, done <-cha
 	return stop, ch
 }
 
-// waitFor polls cond until it holds or the bound passes.
-func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", bound, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func stats(t testing.TB, q *Queue) Stats {
+func stats(t testing.TB, q *testQueue) Stats {
 	t.Helper()
 	s, err := q.Stats(context.Background())
 	if err != nil {
@@ -196,9 +200,9 @@ func stats(t testing.TB, q *Queue) Stats {
 	return s
 }
 
-func waitCommitted(t testing.TB, q *Queue, n int64) {
+func waitCommitted(t testing.TB, q *testQueue, n int64) {
 	t.Helper()
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d commits", n), func() bool { return stats(t, q).Committed >= n })
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d commits", n), func() bool { return stats(t, q).Committed >= n })
 }
 
 // snapshot DUMPs every key of the queue, to show that a write changed

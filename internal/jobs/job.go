@@ -20,23 +20,35 @@ type Job struct {
 	EnqueuedAt time.Time
 }
 
-// Handler does the work of a job. It runs under a context that ends when
-// leadership may have ended, and must return soon after. Anything it writes
-// outside Redis should carry token (and be rejected by the store when a
+// Lease is what processing needs of leadership.
+type Lease interface {
+	// Token is the fencing token of this leadership.
+	Token() int64
+	// Deadline is when the lease ends unless renewed; it may move later.
+	Deadline() time.Time
+	// Valid reports whether the lease is still held by this process's
+	// reckoning (its deadline has not passed).
+	Valid() bool
+}
+
+// Handler does the work of a job. It runs under the leadership's context,
+// which ends when leadership may have ended, and must return soon after;
+// lease.Deadline says by when at the latest. Anything it writes outside
+// Redis should carry lease.Token() (and be rejected by the store when a
 // newer token has been seen) or be deduplicated by job.ID: a job can be
 // delivered more than once. Returning an error that wraps ErrStaleToken
-// tells the queue that this leader is stale; any other error is a failure
+// tells the worker that this leader is stale; any other error is a failure
 // of this attempt.
 type Handler interface {
-	Handle(ctx context.Context, job Job, token int64) error
+	Handle(ctx context.Context, job Job, lease Lease) error
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, job Job, token int64) error
+type HandlerFunc func(ctx context.Context, job Job, lease Lease) error
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, job Job, token int64) error {
-	return f(ctx, job, token)
+func (f HandlerFunc) Handle(ctx context.Context, job Job, lease Lease) error {
+	return f(ctx, job, lease)
 }
 
 var _ Handler = HandlerFunc(nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -34,17 +35,6 @@ func (c *counter) get(ch string) int {
 	return c.n[ch]
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestWatch: each message calls its channel's handler and no other; after
 // the server restarts, go-redis re-subscribes and every handler is called,
 // since messages in the gap are lost.
@@ -58,26 +48,26 @@ func TestWatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Watch(ctx, c, map[string]func(){"a": calls.handler("a"), "b": calls.handler("b")}, nil)
+		Watch(ctx, Source{Subscribe: c.Subscribe}, map[string]func(){"a": calls.handler("a"), "b": calls.handler("b")}, nil)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	subscribed := func() bool {
 		n, err := admin.PubSubNumSub(t.Context(), "a", "b").Result()
 		return err == nil && n["a"] == 1 && n["b"] == 1
 	}
-	waitFor(t, 5*time.Second, "both subscriptions", subscribed)
+	poll.Until(t, 5*time.Second, "both subscriptions", subscribed)
 
 	for range 3 {
 		admin.Publish(t.Context(), "a", "x")
 	}
-	waitFor(t, 5*time.Second, "three calls on a", func() bool { return calls.get("a") == 3 })
+	poll.Until(t, 5*time.Second, "three calls on a", func() bool { return calls.get("a") == 3 })
 	if n := calls.get("b"); n != 0 {
 		t.Fatalf("b called %d times for messages on a", n)
 	}
 
 	s.Restart()
-	waitFor(t, 15*time.Second, "a call on each channel after the re-subscription", func() bool {
+	poll.Until(t, 15*time.Second, "a call on each channel after the re-subscription", func() bool {
 		return calls.get("a") == 4 && calls.get("b") == 1
 	})
-	waitFor(t, 5*time.Second, "both subscriptions again", subscribed)
+	poll.Until(t, 5*time.Second, "both subscriptions again", subscribed)
 }

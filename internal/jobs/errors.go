@@ -1,0 +1,55 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ErrStaleToken means a newer leader exists: the epoch is above the token
+// this write was fenced with, and nothing was changed.
+var ErrStaleToken = errors.New("jobs: stale fencing token")
+
+// ErrLeaseInvalid ends Process when the lease is no longer valid (its
+// deadline passed) while the context was still live.
+var ErrLeaseInvalid = errors.New("jobs: lease no longer valid")
+
+// ErrHandlerPanicked is the failure of a job attempt whose handler
+// panicked; the panic's value follows it in the message.
+var ErrHandlerPanicked = errors.New("jobs: handler panicked")
+
+// ErrEmptyPayload and ErrPayloadTooLarge are Enqueue's refusals: a job
+// carries 1 to MaxPayload bytes.
+var (
+	ErrEmptyPayload    = errors.New("jobs: empty payload")
+	ErrPayloadTooLarge = fmt.Errorf("jobs: payload larger than %d bytes (1 MiB)", MaxPayload)
+)
+
+// ErrNotFound is returned by Requeue for an ID that is not a dead letter.
+var ErrNotFound = errors.New("jobs: no such dead letter")
+
+// errOrder means a commit named an entry that is not the next one after the
+// committed position: the store lost this leader's last commits (a Redis
+// failover with async replication), and Process resumes from its position.
+var errOrder = errors.New("jobs: commit out of order")
+
+// StaleError carries the numbers behind an ErrStaleToken.
+type StaleError struct {
+	Token, Epoch int64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("%v: token %d, epoch %d", ErrStaleToken, e.Token, e.Epoch)
+}
+
+// Unwrap makes errors.Is(err, ErrStaleToken) hold.
+func (e *StaleError) Unwrap() error { return ErrStaleToken }
+
+// staleError builds a StaleError from a script's {"stale", epoch} reply.
+func staleError(token int64, rest []any) error {
+	var epoch int64
+	if len(rest) > 0 {
+		epoch, _ = strconv.ParseInt(str(rest[0]), 10, 64)
+	}
+	return &StaleError{Token: token, Epoch: epoch}
+}

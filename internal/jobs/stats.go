@@ -1,0 +1,85 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Stats is a snapshot of the queue.
+type Stats struct {
+	// Pending counts jobs not yet committed or dead-lettered, the one in
+	// flight included.
+	Pending int64
+	// Committed counts jobs completed since the queue was created.
+	Committed int64
+	// DeadLettered counts jobs in the dead-letter list now (Requeue
+	// removes them).
+	DeadLettered int64
+	// Epoch is the lock's current fencing epoch (0 before any leader).
+	Epoch int64
+	// Paused says an operator paused the queue (Pause).
+	Paused bool
+	// OldestAge is how long the oldest pending job has waited since it
+	// was enqueued, on the Redis server's clock; 0 when none is pending.
+	OldestAge time.Duration
+}
+
+// Stats reads the queue's counters and lengths in one atomic round trip.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	var pending, dead, paused *redis.IntCmd
+	var committed, epoch *redis.StringCmd
+	var oldest *redis.XMessageSliceCmd
+	var now *redis.TimeCmd
+	_, err := q.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		pending = p.XLen(ctx, q.stream)
+		committed = p.HGet(ctx, q.counters, "committed")
+		dead = p.ZCard(ctx, q.dead)
+		epoch = p.Get(ctx, q.cfg.EpochKey)
+		paused = p.Exists(ctx, q.paused)
+		oldest = p.XRangeN(ctx, q.stream, "-", "+", 1)
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Stats{}, fmt.Errorf("jobs: stats: %w", err)
+	}
+	s := Stats{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
+	if msgs := oldest.Val(); len(msgs) > 0 {
+		s.OldestAge = max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
+	}
+	if s.Committed, err = optInt(committed); err != nil {
+		return Stats{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
+	}
+	if s.Epoch, err = optInt(epoch); err != nil {
+		return Stats{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.cfg.EpochKey, err)
+	}
+	return s, nil
+}
+
+// streamIDTime is when Redis added a stream entry: the milliseconds part
+// of its ID (XADD *, the server's clock).
+func streamIDTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+// optInt parses an integer reply that may be nil (0 then).
+func optInt(c *redis.StringCmd) (int64, error) {
+	if errors.Is(c.Err(), redis.Nil) {
+		return 0, nil
+	}
+	if c.Err() != nil {
+		return 0, c.Err()
+	}
+	return strconv.ParseInt(c.Val(), 10, 64)
+}
