@@ -12,7 +12,7 @@ import (
 func TestEndpoints(t *testing.T) {
 	ready := false
 	var got []byte
-	h := Handler(Config{
+	h := mustNew(t, Config{
 		Status: func(context.Context) Status {
 			return Status{WorkerID: "w1", State: "working", Leader: true, Token: 7, LockKey: "k"}
 		},
@@ -64,10 +64,14 @@ func TestEndpoints(t *testing.T) {
 	if rec := do("POST", "/jobs", "Bearer t0ken", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
 		t.Fatalf("POST /jobs: %d %s (got %q)", rec.Code, rec.Body, got)
 	}
+	got = nil
+	if rec := do("POST", "/jobs", "Bearer t0ken", ""); rec.Code != 400 || got != nil || !strings.Contains(rec.Body.String(), "empty payload") {
+		t.Fatalf("POST /jobs with an empty body: %d %s; want 400 and nothing enqueued", rec.Code, rec.Body)
+	}
 }
 
 func TestJobsOffWithoutToken(t *testing.T) {
-	h := Handler(Config{
+	h := mustNew(t, Config{
 		Status:  func(context.Context) Status { return Status{} },
 		Enqueue: func(context.Context, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
 	})
@@ -75,5 +79,29 @@ func TestJobsOffWithoutToken(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/jobs", strings.NewReader("x")))
 	if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /jobs with no JOBS_TOKEN: %d", rec.Code)
+	}
+}
+
+func mustNew(t *testing.T, cfg Config) http.Handler {
+	t.Helper()
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "Status is required"},
+		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t"}, "Enqueue is nil"},
+		{Config{Status: func(context.Context) Status { return Status{} }, MaxJobBytes: -1}, "MaxJobBytes"},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -20,16 +21,32 @@ type Snapshot struct {
 // QueueFigures are the job queue gauges, read at scrape time.
 type QueueFigures struct {
 	Pending, Committed, DeadLettered, Epoch int64
+	// Paused says an operator paused the queue.
+	Paused bool
+	// OldestAge is how long the oldest pending job has waited; 0 when none.
+	OldestAge time.Duration
 }
 
-// Config says where scrape-time values come from.
+// Config configures Metrics.
 type Config struct {
-	// States lists every state name so each has a series from the start.
+	// States lists every state name so each has a series from the start;
+	// the first is the initial state. Required.
 	States []string
-	// Snapshot is required.
+	// Version and GoVersion label lockworker_build_info. Optional.
+	Version, GoVersion string
+}
+
+// Sources say where scrape-time values come from. They are given after
+// New (Watch), because what they read (the leader) reports to the
+// Metrics it is built with.
+type Sources struct {
+	// Snapshot is the leadership as /status reports it. Required.
 	Snapshot func() Snapshot
 	// Queue is optional; it is called with a short timeout at scrape time.
 	Queue func(ctx context.Context) (QueueFigures, error)
+	// RedisOK is optional: whether this replica's last Redis call got an
+	// answer (lockworker_redis_up).
+	RedisOK func() bool
 }
 
 // Metrics records the daemon's events.
@@ -39,14 +56,23 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	acquire     *prometheus.HistogramVec
 	renew       *prometheus.HistogramVec
+	changes     prometheus.Counter
+	handover    prometheus.Histogram
 	states      []string
 }
+
+// handoverBuckets span a handover on notices (milliseconds) to one after
+// a slow release.
+var handoverBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
 // latencyBuckets span a loopback round trip to a slow cross-zone quorum.
 var latencyBuckets = []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
-// New registers every metric on a fresh registry.
-func New(cfg Config) *Metrics {
+// New validates cfg and registers every metric on a fresh registry.
+func New(cfg Config) (*Metrics, error) {
+	if len(cfg.States) == 0 {
+		return nil, errors.New("metrics: States is required")
+	}
 	m := &Metrics{
 		reg:    prometheus.NewRegistry(),
 		states: cfg.States,
@@ -62,36 +88,75 @@ func New(cfg Config) *Metrics {
 		renew: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "lockworker_renew_seconds", Help: "Latency of lease renewals by result.", Buckets: latencyBuckets,
 		}, []string{"result"}),
+		changes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockworker_leader_changes_total",
+			Help: "Leaderships this replica started; summed over the fleet, every change of leader.",
+		}),
+		handover: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "lockworker_handover_seconds",
+			Help: "Time from the previous leader's end record (written just before it released) to this replica's start as leader, " +
+				"on the Redis server's clock; observed by the new leader, only after a release (not after a lease ran out).",
+			Buckets: handoverBuckets,
+		}),
 	}
 	for _, s := range cfg.States {
 		m.state.WithLabelValues(s).Set(0)
 	}
-	m.reg.MustRegister(m.state, m.transitions, m.acquire, m.renew,
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "lockworker_build_info", Help: "Always 1; the labels say which lockworker runs.",
+		ConstLabels: prometheus.Labels{"version": cfg.Version, "goversion": cfg.GoVersion},
+	})
+	info.Set(1)
+	m.reg.MustRegister(m.state, m.transitions, m.acquire, m.renew, m.changes, m.handover, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "lockworker_leader", Help: "1 while this replica leads.",
-		}, func() float64 { return boolFloat(cfg.Snapshot().Leader) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "lockworker_fencing_token", Help: "Fencing token of the current leadership; 0 when not leading.",
-		}, func() float64 { return float64(cfg.Snapshot().Token) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "lockworker_lease_remaining_seconds", Help: "Time left on the local lease deadline; 0 when not leading.",
-		}, func() float64 { return max(0, cfg.Snapshot().LeaseLeft.Seconds()) }),
 	)
-	if cfg.Queue != nil {
-		m.reg.MustRegister(&queueCollector{read: cfg.Queue})
-	}
-	return m
+	m.SetState(cfg.States[0])
+	return m, nil
 }
 
-// Transition records a state change.
+// Watch registers the scrape-time gauges; call it once, before serving.
+func (m *Metrics) Watch(src Sources) error {
+	if src.Snapshot == nil {
+		return errors.New("metrics: Sources.Snapshot is required")
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockworker_leader", Help: "1 while this replica leads.",
+		}, func() float64 { return boolFloat(src.Snapshot().Leader) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockworker_fencing_token", Help: "Fencing token of the current leadership; 0 when not leading.",
+		}, func() float64 { return float64(src.Snapshot().Token) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockworker_lease_remaining_seconds", Help: "Time left on the local lease deadline; 0 when not leading.",
+		}, func() float64 { return max(0, src.Snapshot().LeaseLeft.Seconds()) }),
+	)
+	if src.Queue != nil {
+		m.reg.MustRegister(&queueCollector{read: src.Queue})
+	}
+	if src.RedisOK != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lockworker_redis_up", Help: "1 when this replica's last Redis call got an answer, else 0.",
+		}, func() float64 { return boolFloat(src.RedisOK()) }))
+	}
+	return nil
+}
+
+// LeaderChange counts a leadership this replica started.
+func (m *Metrics) LeaderChange() { m.changes.Inc() }
+
+// ObserveHandover records the time from the previous leader's release to
+// this replica's start as leader.
+func (m *Metrics) ObserveHandover(d time.Duration) { m.handover.Observe(d.Seconds()) }
+
+// Transition records a state change; its signature matches the
+// machine's OnTransition hook once the states are named.
 func (m *Metrics) Transition(from, to string) {
 	m.transitions.WithLabelValues(from, to).Inc()
 	m.state.WithLabelValues(from).Set(0)
 	m.state.WithLabelValues(to).Set(1)
 }
 
-// SetState marks the initial state.
+// SetState marks s as the current state.
 func (m *Metrics) SetState(s string) { m.state.WithLabelValues(s).Set(1) }
 
 // ObserveAcquire records one acquire attempt; result is "acquired", "held" or "error".
@@ -114,6 +179,9 @@ var (
 	committedDesc = prometheus.NewDesc("lockworker_jobs_committed_total", "Jobs committed (fenced) since the queue began.", nil, nil)
 	deadDesc      = prometheus.NewDesc("lockworker_jobs_dead_lettered", "Jobs in the dead-letter list.", nil, nil)
 	epochDesc     = prometheus.NewDesc("lockworker_epoch", "Current fencing epoch of the lock.", nil, nil)
+	pausedDesc    = prometheus.NewDesc("lockworker_queue_paused", "1 while an operator has paused the queue (the leader takes no new job).", nil, nil)
+	oldestDesc    = prometheus.NewDesc("lockworker_jobs_oldest_pending_age_seconds",
+		"How long the oldest pending job has waited since it was enqueued (Redis clock); 0 when none is pending.", nil, nil)
 )
 
 // queueCollector reads the queue figures from Redis at scrape time, so
@@ -127,6 +195,8 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- committedDesc
 	ch <- deadDesc
 	ch <- epochDesc
+	ch <- pausedDesc
+	ch <- oldestDesc
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -141,6 +211,8 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(committedDesc, prometheus.CounterValue, float64(q.Committed))
 	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(q.DeadLettered))
 	ch <- prometheus.MustNewConstMetric(epochDesc, prometheus.GaugeValue, float64(q.Epoch))
+	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, boolFloat(q.Paused))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, q.OldestAge.Seconds())
 }
 
 func boolFloat(b bool) float64 {

@@ -10,17 +10,25 @@ import (
 )
 
 func TestScrape(t *testing.T) {
-	m := New(Config{
-		States:   []string{"idle", "working"},
+	m, err := New(Config{States: []string{"idle", "working"}, Version: "v1.2.3", GoVersion: "go1.26.8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Watch(Sources{
 		Snapshot: func() Snapshot { return Snapshot{Leader: true, Token: 42, LeaseLeft: 3 * time.Second} },
 		Queue: func(context.Context) (QueueFigures, error) {
-			return QueueFigures{Pending: 5, Committed: 9, DeadLettered: 1, Epoch: 42}, nil
+			return QueueFigures{Pending: 5, Committed: 9, DeadLettered: 1, Epoch: 42, Paused: true, OldestAge: 90 * time.Second}, nil
 		},
+		RedisOK: func() bool { return false },
 	})
-	m.SetState("idle")
+	if err != nil {
+		t.Fatal(err)
+	}
 	m.Transition("idle", "working")
 	m.ObserveAcquire(time.Millisecond, "acquired")
 	m.ObserveRenew(time.Millisecond, "renewed")
+	m.LeaderChange()
+	m.ObserveHandover(4 * time.Millisecond)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -37,9 +45,29 @@ func TestScrape(t *testing.T) {
 		`lockworker_jobs_committed_total 9`,
 		`lockworker_jobs_dead_lettered 1`,
 		`lockworker_epoch 42`,
+		`lockworker_queue_paused 1`,
+		`lockworker_jobs_oldest_pending_age_seconds 90`,
+		`lockworker_redis_up 0`,
+		`lockworker_leader_changes_total 1`,
+		`lockworker_handover_seconds_bucket{le="0.005"} 1`,
+		`lockworker_handover_seconds_bucket{le="0.0025"} 0`,
+		`lockworker_build_info{goversion="go1.26.8",version="v1.2.3"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "States is required") {
+		t.Fatalf("New(Config{}) = %v, want the missing States named", err)
+	}
+	m, err := New(Config{States: []string{"idle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Watch(Sources{}); err == nil || !strings.Contains(err.Error(), "Snapshot is required") {
+		t.Fatalf("Watch(Sources{}) = %v, want the missing Snapshot named", err)
 	}
 }

@@ -1,0 +1,127 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Actions carries out what an operator asks for on the page. The daemon
+// implements it; every call comes from a request that carried the admin
+// token.
+type Actions interface {
+	// StepDown asks the current leader to give up its leadership: stop
+	// work, release the lock with the notice, and compete again.
+	// ErrNoLeader when there is none.
+	StepDown(ctx context.Context) error
+	// Pause stops the leader from taking new jobs; the job in flight
+	// finishes. Pausing a paused queue is not an error.
+	Pause(ctx context.Context) error
+	// Resume undoes Pause.
+	Resume(ctx context.Context) error
+	// Requeue moves the dead letter id back to the queue as a new job and
+	// returns the new job's ID. ErrNotFound when id is not a dead letter.
+	Requeue(ctx context.Context, id string) (newID string, err error)
+}
+
+// Errors an Actions implementation returns (wrapped is fine) to get a
+// precise answer instead of 503.
+var (
+	ErrNotFound = errors.New("dashboard: not found") // 404
+	ErrNoLeader = errors.New("dashboard: no leader") // 409
+)
+
+// actionTimeout bounds one action.
+const actionTimeout = 10 * time.Second
+
+// jobID is what a dead letter's ID may look like in a URL: a ULID today,
+// anything short and plain tomorrow.
+var jobID = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+
+func (d *Dashboard) mountActions(mux *http.ServeMux) {
+	a := d.cfg.Actions
+	mux.Handle("POST /api/auth", d.admin(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.Handle("POST /api/stepdown", d.admin(d.act("stepdown", a.StepDown)))
+	mux.Handle("POST /api/queue/pause", d.admin(d.act("pause", a.Pause)))
+	mux.Handle("POST /api/queue/resume", d.admin(d.act("resume", a.Resume)))
+	mux.Handle("POST /api/deadletters/{id}/requeue", d.admin(d.requeue))
+}
+
+// admin lets a request through only with the admin token, compared in
+// constant time; otherwise 401.
+func (d *Dashboard) admin(next http.HandlerFunc) http.Handler {
+	want := []byte(d.cfg.AdminToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lockworker"`)
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong admin token"})
+			return
+		}
+		next(w, r)
+	})
+}
+
+func (d *Dashboard) act(name string, fn func(context.Context) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+		defer cancel()
+		err := fn(ctx)
+		d.audit(r, name, err)
+		if err != nil {
+			d.actionError(w, name, err)
+			return
+		}
+		d.requestPush()
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	}
+}
+
+func (d *Dashboard) requeue(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !jobID.MatchString(id) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "not a job ID"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
+	defer cancel()
+	newID, err := d.cfg.Actions.Requeue(ctx, id)
+	d.audit(r, "requeue", err, "jobId", id, "newJobId", newID)
+	if err != nil {
+		d.actionError(w, "requeue", err)
+		return
+	}
+	d.requestPush()
+	writeJSON(w, http.StatusOK, map[string]string{"id": newID})
+}
+
+// audit logs every action once, with who asked (by address: the token is
+// shared) and how it went.
+func (d *Dashboard) audit(r *http.Request, name string, err error, attrs ...any) {
+	attrs = append(attrs, "action", name, "remoteAddr", r.RemoteAddr)
+	if err != nil {
+		d.cfg.Logger.Warn("dashboard action failed", append(attrs, "err", d.red.text(err.Error()))...)
+		return
+	}
+	d.cfg.Logger.Info("dashboard action", attrs...)
+}
+
+// actionError answers a failed action. The person asking holds the admin
+// token, so the error is shown, redacted like everything else.
+func (d *Dashboard) actionError(w http.ResponseWriter, name string, err error) {
+	code := http.StatusServiceUnavailable
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrNoLeader):
+		code = http.StatusConflict
+	}
+	writeJSON(w, code, map[string]string{"error": d.red.text(fmt.Sprintf("%s failed: %v", name, err))})
+}

@@ -1,0 +1,473 @@
+// lockworker dashboard. Plain script, no build step. Every value from the
+// server reaches the DOM as text (textContent, text nodes, setAttribute),
+// never as markup: the page's Content-Security-Policy forbids inline script
+// and this file never parses data as HTML.
+'use strict';
+
+(() => {
+  const TOKEN_KEY = 'lockworker.adminToken';
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+  const RECENT = 3; // transitions marked on the chart
+  const REASONS = {
+    released: 'released',
+    lease_expired: 'lease expired',
+    stepped_down: 'stepped down',
+    fenced: 'fenced',
+  };
+
+  const $ = (id) => document.getElementById(id);
+  let snap = null;          // the latest snapshot
+  let actionsOn = false;    // the server has an admin token
+  let token = sessionStorage.getItem(TOKEN_KEY) || '';
+  let admin = false;        // token checked by the server
+  let confirming = '';      // the action waiting for its second click
+  let confirmTimer = 0;
+  const busy = new Set();   // actions in flight
+
+  // el builds an element; strings among kids become text nodes.
+  function el(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k === 'onclick') e.addEventListener('click', v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const kid of kids) {
+      if (kid !== undefined && kid !== null && kid !== false) e.append(kid);
+    }
+    return e;
+  }
+
+  function svgEl(tag, attrs) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    return e;
+  }
+
+  // Time
+
+  function parseTime(s) {
+    if (!s) return null;
+    const d = new Date(s);
+    return isNaN(d) || d.getFullYear() < 2000 ? null : d;
+  }
+
+  function ago(d) {
+    if (!d) return '—';
+    let s = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+    if (s < 60) return s + 's ago';
+    const m = Math.floor(s / 60); s %= 60;
+    if (m < 60) return m + 'm ' + s + 's ago';
+    const h = Math.floor(m / 60);
+    if (h < 48) return h + 'h ' + (m % 60) + 'm ago';
+    return Math.floor(h / 24) + 'd ago';
+  }
+
+  function clock(d) {
+    return d ? d.toLocaleTimeString([], { hour12: false }) : '—';
+  }
+
+  // rel is a span that keeps saying how long ago d was.
+  // With bare, it says only the duration ("6m 12s", not "6m 12s ago").
+  function rel(d, bare) {
+    const span = el('span', { class: 'rel', title: d ? d.toLocaleString() : '' }, since(d, bare));
+    if (d) span.dataset.ts = String(d.getTime());
+    if (bare) span.dataset.bare = '1';
+    return span;
+  }
+
+  function since(d, bare) {
+    const s = ago(d);
+    return bare ? s.replace(/ ago$/, '') : s;
+  }
+
+  function tickTimes() {
+    for (const s of document.querySelectorAll('.rel[data-ts]')) {
+      s.textContent = since(new Date(Number(s.dataset.ts)), s.dataset.bare === '1');
+    }
+  }
+
+  const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
+
+  // Connection
+
+  function setConn(kind, text) {
+    const c = $('conn');
+    c.className = 'conn conn-' + kind;
+    $('conn-text').textContent = text;
+  }
+
+  function banner(text) {
+    const b = $('banner');
+    b.textContent = text || '';
+    b.hidden = !text;
+  }
+
+  let source = null;
+  let retryMs = 2000;
+
+  function connect() {
+    source = new EventSource('events');
+    source.addEventListener('open', () => {
+      retryMs = 2000;
+      setConn('live', 'Live');
+    });
+    source.addEventListener('snapshot', (ev) => {
+      snap = JSON.parse(ev.data);
+      setConn('live', 'Live');
+      banner('');
+      render();
+    });
+    source.addEventListener('unavailable', () => {
+      setConn('degraded', 'Source unavailable');
+      banner(snap
+        ? 'The data source is unavailable. Showing what it said at ' + clock(parseTime(snap.readAt)) + '.'
+        : 'The data source is unavailable. Waiting for it…');
+    });
+    source.addEventListener('error', () => {
+      // EventSource reconnects by itself unless the server refused the
+      // stream outright; then try again later, backing off.
+      if (source.readyState === EventSource.CLOSED) {
+        setConn('down', 'Disconnected');
+        source = null;
+        setTimeout(connect, retryMs + Math.random() * 1000);
+        retryMs = Math.min(retryMs * 2, 30000);
+      } else {
+        setConn('wait', 'Reconnecting…');
+      }
+    });
+  }
+
+  // Chart
+
+  async function loadChart() {
+    try {
+      const res = await fetch('chart.svg');
+      if (!res.ok) throw new Error('HTTP ' + res.status);
+      const doc = new DOMParser().parseFromString(await res.text(), 'image/svg+xml');
+      if (doc.querySelector('parsererror')) throw new Error('bad SVG');
+      $('chart').replaceChildren(document.importNode(doc.documentElement, true));
+      renderChart();
+    } catch (e) {
+      $('chart').replaceChildren(el('p', { class: 'empty', text: 'The state chart could not be loaded (' + e.message + ').' }));
+    }
+  }
+
+  const q = (v) => CSS.escape(String(v));
+
+  function renderChart() {
+    const svg = $('chart').querySelector('svg');
+    if (!svg || !snap) return;
+    for (const n of svg.querySelectorAll('.current, .taken, .hot')) {
+      n.classList.remove('current', 'taken', 'taken-0', 'taken-1', 'taken-2', 'hot');
+    }
+    for (const n of svg.querySelectorAll('.fleet-count')) n.remove();
+    const self = snap.self || {};
+    const cur = svg.querySelector('g.state[data-state="' + q(self.state) + '"]');
+    if (cur) cur.classList.add('current');
+    // Oldest first, so a newer use of the same arrow wins.
+    const recent = (self.transitions || []).slice(-RECENT);
+    recent.forEach((t, i) => {
+      const age = recent.length - 1 - i;
+      const g = svg.querySelector('g.edge[data-from="' + q(t.from) + '"][data-to="' + q(t.to) + '"]') ||
+        svg.querySelector('g.bundle[data-to="' + q(t.to) + '"][data-trigger="' + q(t.trigger) + '"][data-from~="' + q(t.from) + '"]');
+      if (!g) return;
+      g.classList.remove('taken-0', 'taken-1', 'taken-2');
+      g.classList.add('taken', 'taken-' + age);
+      for (const txt of g.querySelectorAll('text[data-trigger="' + q(t.trigger) + '"]')) txt.classList.add('hot');
+    });
+    markFleet(svg);
+  }
+
+  // markFleet puts a count of replicas on each state that has any.
+  function markFleet(svg) {
+    const by = new Map();
+    for (const r of snap.replicas || []) {
+      if (!by.has(r.state)) by.set(r.state, []);
+      by.get(r.state).push(r.workerId);
+    }
+    for (const [state, workers] of by) {
+      const g = svg.querySelector('g.state[data-state="' + q(state) + '"]');
+      const box = g && g.querySelector('rect');
+      if (!box) continue;
+      const x = Number(box.getAttribute('x')) + Number(box.getAttribute('width'));
+      const y = Number(box.getAttribute('y'));
+      const badge = svgEl('g', { class: 'fleet-count' });
+      const title = svgEl('title');
+      title.textContent = workers.join(', ');
+      const text = svgEl('text', { x: x - 2, y: y + 2, 'text-anchor': 'middle', 'dominant-baseline': 'central' });
+      text.textContent = String(workers.length);
+      badge.append(title, svgEl('circle', { cx: x - 2, cy: y + 2, r: 9 }), text);
+      g.append(badge);
+    }
+  }
+
+  function renderRecent() {
+    const items = ((snap.self || {}).transitions || []).slice(-RECENT).reverse();
+    $('recent').replaceChildren(...items.map((t, i) => {
+      const at = parseTime(t.at);
+      return el('li', { class: i === 0 ? 'newest' : '', title: at ? at.toLocaleString() : '' },
+        t.from, el('span', { class: 'arrow', text: '→' }), t.to, ' · ' + t.trigger);
+    }));
+  }
+
+  // Cards, tables, timeline
+
+  function render() {
+    if (!snap) return;
+    const replicas = snap.replicas || [];
+    const leader = replicas.find((r) => r.leader);
+    const queue = snap.queue || {};
+    const self = snap.self || {};
+
+    $('leader-name').textContent = leader ? leader.workerId : 'none';
+    $('leader-token').textContent = leader ? '#' + leader.token : '';
+    const term = leader && (snap.history || []).find((h) => h.token === leader.token);
+    $('leader-sub').replaceChildren(...(leader
+      ? [(leader.host || '?') + ' · leading for ', rel(term ? parseTime(term.started) : null, true)]
+      : ['no replica holds the lock']));
+    $('queue-pending').textContent = fmtInt(queue.pending);
+    $('queue-committed').textContent = fmtInt(queue.committed);
+    $('queue-rate').textContent = (Number(queue.ratePerSec) || 0).toFixed(1) + ' jobs/s';
+    $('queue-paused').hidden = !queue.paused;
+    $('dead-count').textContent = fmtInt(queue.deadLettered);
+    $('replica-count').textContent = String(replicas.length);
+    $('epoch').textContent = String(snap.epoch ?? '—');
+    $('self-id').textContent = self.workerId || '—';
+    $('self-state').textContent = self.state || '—';
+    $('read-at').textContent = clock(parseTime(snap.readAt));
+
+    renderFleet(replicas, self.workerId);
+    renderDead(queue);
+    renderHistory(snap.history || [], leader);
+    renderActions(leader, queue);
+    renderChart();
+    renderRecent();
+  }
+
+  function renderFleet(replicas, selfId) {
+    const leader = replicas.find((r) => r.leader);
+    $('fleet-meta').textContent = replicas.length + (replicas.length === 1 ? ' replica' : ' replicas') +
+      (leader ? ' · leader ' + leader.workerId : ' · no leader');
+    if (!replicas.length) {
+      $('fleet-body').replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
+      return;
+    }
+    $('fleet-body').replaceChildren(...replicas.map((r) => el('tr', {
+      class: r.leader ? 'is-leader' : '',
+      'data-worker': r.workerId,
+    },
+    el('td', { class: 'worker' }, r.workerId,
+      r.leader ? el('span', { class: 'badge badge-leader', text: 'leader' }) : null,
+      r.workerId === selfId ? el('span', { class: 'badge badge-self', text: 'this page' }) : null),
+    el('td', { text: r.host || '—' }),
+    el('td', { class: 'num', text: r.pid ? String(r.pid) : '—' }),
+    el('td', { class: 'mono', text: r.version || '—' }),
+    el('td', {}, el('span', { class: 'pill', text: r.state || '—' })),
+    el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
+    el('td', {}, rel(parseTime(r.since))),
+    el('td', { class: 'num', text: fmtInt(r.jobsDone) }),
+    el('td', { class: r.lastError ? 'err' : 'dim', title: r.lastError || '', text: r.lastError || '—' }))));
+  }
+
+  function renderDead(queue) {
+    const dead = queue.deadLetters || [];
+    const total = queue.deadLettered || dead.length;
+    $('dead-meta').textContent = total > dead.length ? 'latest ' + dead.length + ' of ' + total : (total ? total + ' total' : '');
+    if (!dead.length) {
+      $('dead-body').replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'dim', text: 'No dead letters.' })));
+      return;
+    }
+    $('dead-body').replaceChildren(...dead.map((d) => el('tr', { 'data-job': d.id },
+      el('td', { class: 'job', title: d.id, text: d.id }),
+      el('td', { class: 'err', text: d.error || '—' }),
+      el('td', { class: 'num', text: String(d.attempts ?? '—') }),
+      el('td', {}, rel(parseTime(d.failedAt))),
+      el('td', { class: 'num mono dim', text: d.token ? '#' + d.token : '—' }),
+      el('td', { class: 'col-action' }, admin ? actionButton('requeue:' + d.id, 'Requeue', 'btn btn-small',
+        () => act('requeue:' + d.id, 'api/deadletters/' + encodeURIComponent(d.id) + '/requeue',
+          (body) => 'Requeued ' + d.id + ' as ' + (body.id || 'a new job'))) : null))));
+  }
+
+  function renderHistory(history, leader) {
+    $('history-meta').textContent = history.length ? history.length + ' leaderships' : '';
+    if (!history.length) {
+      $('history').replaceChildren(el('li', { class: 'dim', text: 'No leadership recorded yet.' }));
+      return;
+    }
+    $('history').replaceChildren(...history.map((h, i) => {
+      const started = parseTime(h.started);
+      const reason = h.previousEnded || '';
+      const prev = history[i + 1];
+      return el('li', {
+        class: leader && leader.token === h.token ? 'current' : '',
+        'data-token': h.token,
+      },
+      el('div', { class: 'tl-head' },
+        el('span', { class: 'tl-token', text: '#' + h.token }),
+        el('span', { class: 'tl-worker', text: h.workerId }),
+        el('span', { class: 'tl-time', title: started ? started.toLocaleString() : '' }, 'started ' + clock(started) + ' · ', rel(started))),
+      el('div', { class: 'tl-sub' },
+        reason || prev ? 'took over after ' + (prev ? '#' + prev.token : 'the previous leader') : 'first leadership recorded',
+        reason ? el('span', { class: 'reason reason-' + reason.replace(/[^a-z_]/g, ''), text: REASONS[reason] || reason }) : null));
+    }));
+  }
+
+  // Actions: only with a token the server accepted.
+
+  function actionButton(key, label, cls, run) {
+    const waiting = confirming === key;
+    return el('button', {
+      type: 'button',
+      class: cls + ' action' + (waiting ? ' confirm' : ''),
+      'data-action': key.split(':')[0],
+      disabled: busy.has(key),
+      onclick: run,
+    }, waiting ? 'Confirm ' + label.toLowerCase() + '?' : label);
+  }
+
+  // confirmed returns true on the second click within 5 s.
+  function confirmed(key) {
+    if (confirming === key) {
+      confirming = '';
+      clearTimeout(confirmTimer);
+      return true;
+    }
+    confirming = key;
+    clearTimeout(confirmTimer);
+    confirmTimer = setTimeout(() => { confirming = ''; render(); }, 5000);
+    render();
+    return false;
+  }
+
+  function renderActions(leader, queue) {
+    const la = [], qa = [];
+    if (admin && leader) {
+      la.push(actionButton('stepdown', 'Step down', 'btn btn-small btn-danger', () => {
+        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + leader.workerId + ' to step down');
+      }));
+    }
+    if (admin) {
+      qa.push(queue.paused
+        ? actionButton('resume', 'Resume', 'btn btn-small btn-primary', () => act('resume', 'api/queue/resume', () => 'Queue resumed'))
+        : actionButton('pause', 'Pause', 'btn btn-small', () => act('pause', 'api/queue/pause', () => 'Queue paused')));
+    }
+    $('leader-actions').replaceChildren(...la);
+    $('queue-actions').replaceChildren(...qa);
+  }
+
+  async function act(key, url, success) {
+    busy.add(key);
+    render();
+    try {
+      const res = await fetch(url, { method: 'POST', headers: { Authorization: 'Bearer ' + token } });
+      const body = await res.json().catch(() => ({}));
+      if (res.status === 401) {
+        lock();
+        toast('The admin token was rejected. Enter it again.', true);
+      } else if (!res.ok) {
+        toast(body.error || 'The action failed (HTTP ' + res.status + ').', true);
+      } else {
+        toast(success(body));
+      }
+    } catch (e) {
+      toast('The action could not be sent: ' + e.message, true);
+    } finally {
+      busy.delete(key);
+      render();
+    }
+  }
+
+  function toast(text, error) {
+    const t = el('div', { class: 'toast' + (error ? ' toast-error' : ''), role: error ? 'alert' : 'status', text });
+    $('toasts').append(t);
+    setTimeout(() => t.remove(), error ? 8000 : 4000);
+  }
+
+  // Admin token
+
+  async function checkToken(candidate) {
+    const res = await fetch('api/auth', { method: 'POST', headers: { Authorization: 'Bearer ' + candidate } });
+    return res.status === 204;
+  }
+
+  function showAdmin() {
+    $('admin').hidden = !actionsOn;
+    $('admin-open').hidden = admin;
+    $('admin-on').hidden = !admin;
+    if (admin) $('admin-form').hidden = true;
+  }
+
+  function lock() {
+    token = '';
+    admin = false;
+    confirming = '';
+    sessionStorage.removeItem(TOKEN_KEY);
+    showAdmin();
+    render();
+  }
+
+  function formError(text) {
+    $('admin-error').textContent = text;
+    $('admin-error').hidden = !text;
+  }
+
+  function wireAdmin() {
+    $('admin-open').addEventListener('click', () => {
+      $('admin-form').hidden = false;
+      $('admin-open').hidden = true;
+      $('admin-token').focus();
+    });
+    $('admin-cancel').addEventListener('click', () => {
+      $('admin-form').hidden = true;
+      $('admin-open').hidden = false;
+      formError('');
+    });
+    $('admin-lock').addEventListener('click', lock);
+    $('admin-form').addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const candidate = $('admin-token').value.trim();
+      formError('');
+      try {
+        if (!(await checkToken(candidate))) {
+          $('admin-token').value = '';
+          formError('Wrong token');
+          return;
+        }
+      } catch (e) {
+        formError('Could not check the token');
+        return;
+      }
+      token = candidate;
+      admin = true;
+      sessionStorage.setItem(TOKEN_KEY, token);
+      $('admin-token').value = '';
+      showAdmin();
+      render();
+    });
+  }
+
+  async function start() {
+    wireAdmin();
+    try {
+      const info = await (await fetch('api/info')).json();
+      actionsOn = !!info.actions;
+    } catch (e) {
+      actionsOn = false;
+    }
+    if (actionsOn && token) {
+      admin = await checkToken(token).catch(() => false);
+      if (!admin) lock();
+    } else if (!actionsOn) {
+      token = '';
+    }
+    showAdmin();
+    connect();
+    loadChart();
+    setInterval(tickTimes, 1000);
+  }
+
+  start();
+})();

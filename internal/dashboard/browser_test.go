@@ -1,0 +1,227 @@
+package dashboard
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockworker/lockworker/internal/browsertest"
+)
+
+// browserPage is a chromium tab on a dashboard served over HTTP with Run
+// going.
+type browserPage struct {
+	*browsertest.Page
+	url string
+}
+
+// openBrowser serves d and opens a headless chromium tab on it. Cleanup
+// closes the browser, then stops Run (which ends the streams), then the
+// server.
+func openBrowser(t *testing.T, d *Dashboard, width, height int) *browserPage {
+	t.Helper()
+	browsertest.Exec(t) // skip before starting anything
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	runCtx, stopRun := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := d.Run(runCtx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	t.Cleanup(func() { stopRun(); wg.Wait() })
+	return &browserPage{Page: browsertest.Open(t, width, height), url: srv.URL + "/"}
+}
+
+var visible = browsertest.Visible
+
+// TestBrowser loads the page in a real chromium: the leader and its token
+// show, a change of the source reaches the page without a reload within a
+// second, no action is offered without the admin token, a wrong token is
+// refused, and with the right one the step-down button reaches Actions.
+func TestBrowser(t *testing.T) {
+	src := newFakeSource(sampleSnapshot(time.Now()))
+	acts := newFakeActions()
+	d, err := New(Config{Source: src, Actions: acts, AdminToken: testAdminToken, MinInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openBrowser(t, d, 1280, 800)
+
+	p.Within(t, 10*time.Second, "first load",
+		chromedp.Navigate(p.url),
+		visible(`#fleet-body tr.is-leader[data-worker="lockworker-2"]`),
+		visible(`#chart g.state.current[data-state="waiting_to_acquire_lock"]`),
+		visible(`#admin-open`),
+	)
+	if got := p.Eval(t, `document.getElementById('leader-token').textContent`); got != "#42" {
+		t.Errorf("leader token shows %q, want #42", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#fleet-body tr.is-leader .token-cell').textContent`); got != "#42" {
+		t.Errorf("leader row token shows %q, want #42", got)
+	}
+	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
+		t.Errorf("%s action buttons without an admin token, want none", n)
+	}
+
+	// A new leader: this replica. The page must follow without a reload.
+	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
+	changed := time.Now()
+	src.set(func(s *Snapshot) { becomeLeader(s, time.Now()) })
+	p.Within(t, time.Second, "the change reaching the page",
+		visible(`#chart g.state.current[data-state="working"]`),
+		visible(`#fleet-body tr.is-leader[data-worker="lockworker-1"]`),
+		visible(`#history li.current[data-token="43"]`),
+	)
+	t.Logf("the change showed on the page %v after the source changed", time.Since(changed).Round(time.Millisecond))
+	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
+		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	if got := p.Eval(t, `document.getElementById('leader-token').textContent`); got != "#43" {
+		t.Errorf("leader token shows %q after the change, want #43", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#chart g.edge.taken-0').dataset.to`); got != "working" {
+		t.Errorf("the newest marked arrow goes to %q, want working", got)
+	}
+	p.Screenshot(t, "sample") // a sample fleet, nothing unlocked (the README's comes from cmd/lockworker's real fleet)
+
+	// A wrong token is refused and unlocks nothing.
+	p.Within(t, 5*time.Second, "entering a wrong token",
+		chromedp.Click(chromedp.CSS(`#admin-open`)),
+		chromedp.SendKeys(chromedp.CSS(`#admin-token`), "not-the-admin-token"),
+		chromedp.Click(chromedp.CSS(`#admin-form button[type=submit]`)),
+		visible(`#admin-error`),
+	)
+	if got := p.Eval(t, `document.getElementById('admin-error').textContent`); got != "Wrong token" {
+		t.Errorf("after a wrong token the form says %q", got)
+	}
+	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
+		t.Errorf("%s action buttons after a wrong token, want none", n)
+	}
+
+	// The right token: actions appear; step down takes two clicks.
+	p.Within(t, 5*time.Second, "entering the admin token",
+		chromedp.SendKeys(chromedp.CSS(`#admin-token`), testAdminToken),
+		chromedp.Click(chromedp.CSS(`#admin-form button[type=submit]`)),
+		visible(`button.action[data-action="stepdown"]`),
+		visible(`#dead-body button.action[data-action="requeue"]`),
+		visible(`button.action[data-action="pause"]`),
+	)
+	if got := p.Eval(t, `sessionStorage.getItem('lockworker.adminToken')`); got != testAdminToken {
+		t.Errorf("the token is not kept in sessionStorage (got %q)", got)
+	}
+	p.Screenshot(t, "admin")
+	p.Within(t, 5*time.Second, "clicking step down twice",
+		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
+		visible(`button.action.confirm[data-action="stepdown"]`),
+		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
+	)
+	waitCall(t, acts, "stepdown")
+
+	p.Within(t, 5*time.Second, "requeueing a dead letter",
+		chromedp.Click(chromedp.CSS(`#dead-body tr[data-job="01JD8YV0TQ6R1P2W8E5G3K9MZC"] button.action`)),
+	)
+	waitCall(t, acts, "requeue:01JD8YV0TQ6R1P2W8E5G3K9MZC")
+
+	// A paused queue says so, and offers Resume instead of Pause.
+	src.set(func(s *Snapshot) { s.Queue.Paused = true })
+	p.Within(t, time.Second, "the paused queue showing",
+		visible(`#queue-paused`),
+		visible(`button.action[data-action="resume"]`),
+	)
+	if got := p.Eval(t, `document.getElementById('queue-paused').textContent`); got != "paused" {
+		t.Errorf("paused badge says %q", got)
+	}
+
+	p.Within(t, 5*time.Second, "locking", chromedp.Click(chromedp.CSS(`#admin-lock`)), visible(`#admin-open`))
+	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
+		t.Errorf("%s action buttons after locking, want none", n)
+	}
+
+	var errs []string
+	for _, e := range p.ConsoleErrors() {
+		// The wrong token's check answered 401 on purpose.
+		if !strings.Contains(e, "status of 401") {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("the page logged errors (a CSP violation shows here):\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestBrowserNoAdminToken: a dashboard without an admin token offers no
+// way in at all, data that looks like markup stays text, and the page
+// still works at a phone's width.
+func TestBrowserNoAdminToken(t *testing.T) {
+	snap := sampleSnapshot(time.Now())
+	const markup = `<img src=x onerror="window.lwXss=1"><b>bold</b>`
+	snap.Replicas = append(snap.Replicas, Replica{WorkerID: markup, Host: markup, State: markup, LastError: markup})
+	snap.Queue.DeadLetters[0].Error = markup
+	snap.History[1].PreviousEnded = EndReason(markup)
+	src := newFakeSource(snap)
+	d, err := New(Config{Source: src, Actions: newFakeActions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openBrowser(t, d, 420, 900)
+	p.Within(t, 10*time.Second, "first load",
+		chromedp.Navigate(p.url),
+		visible(`#fleet-body tr.is-leader[data-worker="lockworker-2"]`),
+		visible(`#chart g.state.current`),
+	)
+	if got := p.Eval(t, `String(document.querySelectorAll(':is(#fleet-body, #dead-body, #history, #recent) :is(img, b)').length)`); got != "0" {
+		t.Errorf("data became markup: %s elements", got)
+	}
+	if got := p.Eval(t, `String(document.querySelector('#fleet-body tr:last-child .worker').textContent.startsWith('<img'))`); got != "true" {
+		t.Error("a worker ID that looks like markup is not shown as text")
+	}
+	if got := p.Eval(t, `String(window.lwXss)`); got != "undefined" {
+		t.Errorf("data ran as script: window.lwXss = %s", got)
+	}
+	if got := p.Eval(t, `String(document.getElementById('admin').hidden)`); got != "true" {
+		t.Errorf("admin area hidden = %s, want true", got)
+	}
+	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
+		t.Errorf("%s action buttons, want none", n)
+	}
+	if w := p.Eval(t, `String(document.documentElement.scrollWidth <= window.innerWidth)`); w != "true" {
+		t.Errorf("the page scrolls sideways at 420px")
+	}
+	p.Screenshot(t, "narrow")
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+
+	// The policy holds in a real browser: an inline script (what an
+	// injection would smuggle in) does not run, and the refusal is logged
+	// where the checks above look.
+	p.Eval(t, `const s = document.createElement('script'); s.textContent = 'window.lwInline = 1';
+		document.body.append(s); 'ok'`)
+	p.WaitConsole(t, "Content Security Policy", 5*time.Second)
+	if got := p.Eval(t, `String(window.lwInline)`); got != "undefined" {
+		t.Errorf("an inline script ran (window.lwInline = %s)", got)
+	}
+}
+
+// waitCall waits, bounded, for Actions to be called with want.
+func waitCall(t *testing.T, acts *fakeActions, want string) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-acts.called:
+			if got == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("Actions never got %q; calls: %v", want, acts.calls())
+		}
+	}
+}

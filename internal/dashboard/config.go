@@ -1,0 +1,104 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// MinAdminTokenLen is the shortest AdminToken New accepts: the token is
+// compared in constant time, but a short one can still be guessed.
+const MinAdminTokenLen = 16
+
+// Config wires the dashboard to the daemon.
+type Config struct {
+	// Source gives the snapshots. Required.
+	Source Source
+	// Actions carries out what an operator asks for. Optional: without it,
+	// or without AdminToken, the action endpoints do not exist (404) and
+	// the page offers no action.
+	Actions Actions
+	// AdminToken is the bearer token every action needs (ADMIN_TOKEN).
+	// Empty: actions off. Otherwise at least MinAdminTokenLen bytes with no
+	// space or control character, and Actions is required. It is never
+	// sent to a browser and is scrubbed from everything the dashboard
+	// sends.
+	AdminToken string
+	// Secrets are more values that must never be shown, e.g. the Redis
+	// password: scrubbed from every string of every snapshot. Empty
+	// entries are skipped.
+	Secrets []string
+	// MinInterval is the least time between two pushes on /events:
+	// change notices arriving faster coalesce into one push. Default 250ms.
+	MinInterval time.Duration
+	// RefreshInterval is how often Run pushes without a change notice, so
+	// a missed notice costs at most this long. Default 30s.
+	RefreshInterval time.Duration
+	// HeartbeatInterval is how often an idle /events stream gets a comment
+	// line, so proxies keep it open and dead clients are found. Default 15s.
+	HeartbeatInterval time.Duration
+	// SnapshotTimeout bounds one Source.Snapshot call. Default 5s.
+	SnapshotTimeout time.Duration
+	// WriteTimeout bounds one write to an /events client; a client that
+	// does not read for this long is dropped. Default 10s.
+	WriteTimeout time.Duration
+	// MaxStreams bounds concurrent /events streams; more get 503.
+	// Default 64.
+	MaxStreams int
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// validate reports every bad field at once and fills the defaults.
+func (c *Config) validate() error {
+	var errs []error
+	if c.Source == nil {
+		errs = append(errs, errors.New("dashboard: Source is required"))
+	}
+	if c.AdminToken != "" {
+		if len(c.AdminToken) < MinAdminTokenLen {
+			errs = append(errs, fmt.Errorf("dashboard: AdminToken is %d bytes, want at least %d", len(c.AdminToken), MinAdminTokenLen))
+		}
+		if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			errs = append(errs, errors.New("dashboard: AdminToken has a space or control character"))
+		}
+		if c.Actions == nil {
+			errs = append(errs, errors.New("dashboard: AdminToken is set but Actions is nil"))
+		}
+	}
+	durations := []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"MinInterval", &c.MinInterval, 250 * time.Millisecond},
+		{"RefreshInterval", &c.RefreshInterval, 30 * time.Second},
+		{"HeartbeatInterval", &c.HeartbeatInterval, 15 * time.Second},
+		{"SnapshotTimeout", &c.SnapshotTimeout, 5 * time.Second},
+		{"WriteTimeout", &c.WriteTimeout, 10 * time.Second},
+	}
+	for _, f := range durations {
+		switch {
+		case *f.d < 0:
+			errs = append(errs, fmt.Errorf("dashboard: %s is %v, want > 0 (0 for the default %v)", f.name, *f.d, f.def))
+		case *f.d == 0:
+			*f.d = f.def
+		}
+	}
+	switch {
+	case c.MaxStreams < 0:
+		errs = append(errs, fmt.Errorf("dashboard: MaxStreams is %d, want > 0 (0 for the default 64)", c.MaxStreams))
+	case c.MaxStreams == 0:
+		c.MaxStreams = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// actionsOn says whether the action endpoints exist.
+func (c *Config) actionsOn() bool { return c.AdminToken != "" && c.Actions != nil }

@@ -1,0 +1,217 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/backoff"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// ErrRunTwice is returned by a second call to Run.
+var ErrRunTwice = errors.New("dashboard: Run called more than once")
+
+// Dashboard serves the page, its API and its live stream. Build it with
+// New, mount Handler, and run Run, which feeds /events.
+type Dashboard struct {
+	cfg       Config
+	chartJSON []byte
+	svg       []byte
+	red       *redactor
+	hub       *hub
+	kick      chan struct{} // an action asks Run for a push now
+	ran       atomic.Bool
+}
+
+// drawnChart lays the chart out once per process: the machine's graph is
+// fixed at build time, and the exhaustive layout search is not free.
+var drawnChart = sync.OnceValues(func() (struct{ json, svg []byte }, error) {
+	var out struct{ json, svg []byte }
+	c, err := BuildChart()
+	if err != nil {
+		return out, fmt.Errorf("dashboard: chart: %w", err)
+	}
+	if out.json, err = json.Marshal(c); err != nil {
+		return out, fmt.Errorf("dashboard: chart: %w", err)
+	}
+	out.svg = c.SVG()
+	return out, nil
+})
+
+// New validates cfg and lays out the chart from the machine's graph.
+func New(cfg Config) (*Dashboard, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	chart, err := drawnChart()
+	if err != nil {
+		return nil, err
+	}
+	return &Dashboard{
+		cfg:       cfg,
+		chartJSON: chart.json,
+		svg:       chart.svg,
+		red:       newRedactor(append([]string{cfg.AdminToken}, cfg.Secrets...)...),
+		hub:       newHub(cfg.MaxStreams),
+		kick:      make(chan struct{}, 1),
+	}, nil
+}
+
+// Handler serves, relative to where it is mounted (at "/", or under a
+// prefix with http.StripPrefix):
+//
+//	GET  /                      the page
+//	GET  /assets/...            its script, stylesheet and icon
+//	GET  /chart.svg             the state chart
+//	GET  /api/chart             the chart model (JSON)
+//	GET  /api/info              {"actions": bool}
+//	GET  /api/snapshot          one snapshot (JSON)
+//	GET  /events                snapshots as Server-Sent Events
+//	POST /api/auth              204 when the bearer token is right
+//	POST /api/stepdown          the leader steps down
+//	POST /api/queue/pause       the queue pauses
+//	POST /api/queue/resume      the queue resumes
+//	POST /api/deadletters/{id}/requeue
+//
+// The POST endpoints exist only when actions are on (see Config.Actions).
+func (d *Dashboard) Handler() http.Handler {
+	static, _ := fs.Sub(assets, "assets") // cannot fail: the directory is embedded
+	mux := http.NewServeMux()
+	// {file}: one file, never a directory listing.
+	mux.Handle("GET /assets/{file}", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "index.html")
+	})
+	mux.HandleFunc("GET /chart.svg", serveBytes("image/svg+xml", d.svg))
+	mux.HandleFunc("GET /api/chart", serveBytes("application/json", d.chartJSON))
+	mux.HandleFunc("GET /api/info", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]bool{"actions": d.cfg.actionsOn()})
+	})
+	mux.HandleFunc("GET /api/snapshot", d.serveSnapshot)
+	mux.HandleFunc("GET /events", d.serveEvents)
+	if d.cfg.actionsOn() {
+		d.mountActions(mux)
+	}
+	return secureHeaders(mux)
+}
+
+// secureHeaders sets what every response carries. The page loads only its
+// own script and stylesheet, so the policy forbids inline script and style.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cache-Control", "no-cache")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func serveBytes(contentType string, b []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(b)
+	}
+}
+
+func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
+	b, err := d.snapshotJSON(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": unavailable})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+// unavailable is all a client learns of a Source error: the error itself
+// may quote an address or a credential, so it is only logged.
+const unavailable = "data source unavailable"
+
+// snapshotJSON reads one snapshot and encodes it, redacted.
+func (d *Dashboard) snapshotJSON(parent context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, d.cfg.SnapshotTimeout)
+	defer cancel()
+	s, err := d.cfg.Source.Snapshot(ctx)
+	if err != nil {
+		if parent.Err() == nil { // not a client that went away
+			d.cfg.Logger.Warn("dashboard snapshot failed", "err", d.red.text(err.Error()))
+		}
+		return nil, err
+	}
+	s.ReadAt = time.Now()
+	return d.red.json(s.normalized())
+}
+
+// Run pushes a snapshot to every /events stream when the Source says
+// something changed, when an action succeeded, and every RefreshInterval;
+// never twice within MinInterval, and not at all while nobody listens.
+// It returns nil when ctx is done, and then ends every stream.
+func (d *Dashboard) Run(ctx context.Context) error {
+	if !d.ran.CompareAndSwap(false, true) {
+		return ErrRunTwice
+	}
+	defer d.hub.close()
+	changes := d.cfg.Source.Changes()
+	refresh := time.NewTicker(d.cfg.RefreshInterval)
+	defer refresh.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-changes:
+			if !ok {
+				changes = nil
+				continue
+			}
+		case <-d.kick:
+		case <-refresh.C:
+		}
+		if !backoff.Sleep(ctx, time.Until(last.Add(d.cfg.MinInterval))) {
+			return nil
+		}
+		drain(changes) // notices that came while waiting are this push's
+		drain(d.kick)
+		last = time.Now()
+		if d.hub.count() > 0 {
+			d.hub.broadcast(d.event(ctx))
+		}
+	}
+}
+
+func drain(ch <-chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
+
+// requestPush asks Run for a push soon; it never blocks.
+func (d *Dashboard) requestPush() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,138 @@
+package dashboard
+
+import (
+	"context"
+	"time"
+)
+
+// Source gives the dashboard everything it shows. The daemon implements it
+// over the fleet registry, the leadership stream, the queue and its own
+// machine.
+type Source interface {
+	// Snapshot reads the whole picture once. Its error is logged and never
+	// shown: the page only says the data source is unavailable.
+	Snapshot(ctx context.Context) (Snapshot, error)
+	// Changes returns a channel that receives a value whenever the
+	// snapshot may have changed; Run calls it once. Sends should not block
+	// (a buffer of one that drops extra sends is enough: notices
+	// coalesce). A nil channel means no notices: Run then pushes only
+	// every Config.RefreshInterval. A closed channel is treated as nil.
+	Changes() <-chan struct{}
+}
+
+// Snapshot is what the page shows, sent as JSON on /api/snapshot and on
+// /events. It has no field for a Redis URL, a password, a lock value or the
+// admin token, and every string in it passes through redaction before it
+// is sent (see Config.Secrets).
+type Snapshot struct {
+	// ReadAt is when the dashboard read the snapshot; set by the
+	// dashboard, a Source leaves it zero.
+	ReadAt time.Time `json:"readAt,omitzero"`
+	// Self is the replica that serves this dashboard: the chart shows it.
+	Self Self `json:"self"`
+	// Epoch is the lock's current fencing epoch: the newest token issued.
+	Epoch int64 `json:"epoch"`
+	// Replicas lists the live replicas, the leader among them.
+	Replicas []Replica `json:"replicas"`
+	Queue    Queue     `json:"queue"`
+	// History lists leaderships, newest first.
+	History []Leadership `json:"history"`
+}
+
+// Self is the serving replica's own machine.
+type Self struct {
+	WorkerID string `json:"workerId"`
+	// State is the machine's current state, as machine.State's String.
+	State string `json:"state"`
+	// Transitions are the latest transitions, oldest first; the page marks
+	// the last few on the chart.
+	Transitions []Transition `json:"transitions"`
+}
+
+// Transition is one move of the machine.
+type Transition struct {
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+	Trigger string    `json:"trigger"`
+	At      time.Time `json:"at,omitzero"`
+}
+
+// Replica is one live replica's record.
+type Replica struct {
+	WorkerID string `json:"workerId"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	Version  string `json:"version"`
+	State    string `json:"state"`
+	Leader   bool   `json:"leader"`
+	// Token is the fencing token of the replica's leadership, 0 when it
+	// does not lead. It is an ordering number, not a credential.
+	Token int64 `json:"token,omitempty"`
+	// Since is when the replica entered State.
+	Since     time.Time `json:"since,omitzero"`
+	JobsDone  int64     `json:"jobsDone"`
+	LastError string    `json:"lastError,omitempty"`
+}
+
+// Queue is the job queue's figures.
+type Queue struct {
+	Pending   int64 `json:"pending"`
+	Committed int64 `json:"committed"`
+	// RatePerSec is committed jobs per second over the source's window.
+	RatePerSec float64 `json:"ratePerSec"`
+	// Paused says the leader takes no new job until resumed.
+	Paused bool `json:"paused"`
+	// DeadLettered counts all dead letters; DeadLetters may hold fewer.
+	DeadLettered int64        `json:"deadLettered"`
+	DeadLetters  []DeadLetter `json:"deadLetters"`
+}
+
+// DeadLetter is a job that failed every attempt. Its payload is left out:
+// a payload may carry anything, secrets included.
+type DeadLetter struct {
+	ID       string    `json:"id"`
+	Error    string    `json:"error"`
+	Attempts int       `json:"attempts"`
+	FailedAt time.Time `json:"failedAt,omitzero"`
+	// Token is the fencing token of the leader that dead-lettered it.
+	Token int64 `json:"token,omitempty"`
+}
+
+// EndReason says how a leadership ended.
+type EndReason string
+
+// How a leadership ends.
+const (
+	EndReleased     EndReason = "released"      // released the lock (shutdown, handover)
+	EndLeaseExpired EndReason = "lease_expired" // stopped renewing; the lease ran out
+	EndSteppedDown  EndReason = "stepped_down"  // an operator asked it to step down
+	EndFenced       EndReason = "fenced"        // a newer token rejected its writes
+)
+
+// Leadership is one entry of the leadership history.
+type Leadership struct {
+	Token    int64     `json:"token"`
+	WorkerID string    `json:"workerId"`
+	Started  time.Time `json:"started,omitzero"`
+	// PreviousEnded is how the leadership before this one ended; empty
+	// for the first one or when unknown.
+	PreviousEnded EndReason `json:"previousEnded,omitempty"`
+}
+
+// normalized returns s with nil slices made empty, so the page gets [] and
+// never null.
+func (s Snapshot) normalized() Snapshot {
+	if s.Replicas == nil {
+		s.Replicas = []Replica{}
+	}
+	if s.History == nil {
+		s.History = []Leadership{}
+	}
+	if s.Self.Transitions == nil {
+		s.Self.Transitions = []Transition{}
+	}
+	if s.Queue.DeadLetters == nil {
+		s.Queue.DeadLetters = []DeadLetter{}
+	}
+	return s
+}

@@ -1,0 +1,163 @@
+package history
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/redislock"
+)
+
+// Reason says how a leadership ended.
+type Reason string
+
+// How a leadership ends.
+const (
+	Released     Reason = "released"      // released the lock: shutdown, or its work ended
+	LeaseExpired Reason = "lease_expired" // never released: the lease ran out
+	SteppedDown  Reason = "stepped_down"  // an operator asked it to step down
+	Fenced       Reason = "fenced"        // a newer token rejected its writes
+)
+
+// Entry is one leadership.
+type Entry struct {
+	// ID is the entry's stream ID.
+	ID       string    `json:"id"`
+	Token    int64     `json:"token"`
+	WorkerID string    `json:"workerId"`
+	Started  time.Time `json:"started"`
+	// PreviousEnded is how the leadership before this one ended; empty
+	// for the first one recorded.
+	PreviousEnded    Reason `json:"previousEnded,omitempty"`
+	PreviousToken    int64  `json:"previousToken,omitempty"`
+	PreviousWorkerID string `json:"previousWorkerId,omitempty"`
+	// Handover is the time from the previous leader's end record to this
+	// start, on the Redis server's clock; 0 when the previous one left no
+	// record (lease_expired) or there was none.
+	Handover time.Duration `json:"-"`
+}
+
+// Config configures a History.
+type Config struct {
+	// Client is the Redis that holds the history (the first node).
+	// Required.
+	Client redis.Cmdable
+	// LockKey is the lock's key; the history's keys derive from it.
+	// Required.
+	LockKey string
+	// MaxLen is about how many entries the stream keeps. Default 1000.
+	MaxLen int64
+}
+
+// History reads and appends the leadership history. Safe for concurrent
+// use.
+type History struct {
+	cfg          Config
+	stream, last string
+}
+
+var (
+	//go:embed started.lua
+	startedLua    string
+	startedScript = redis.NewScript(startedLua)
+	//go:embed ended.lua
+	endedLua    string
+	endedScript = redis.NewScript(endedLua)
+)
+
+// New validates cfg and returns a History.
+func New(cfg Config) (*History, error) {
+	var errs []error
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("history: Client is required"))
+	}
+	if strings.TrimSpace(cfg.LockKey) == "" {
+		errs = append(errs, errors.New("history: LockKey is required"))
+	}
+	if cfg.MaxLen < 0 {
+		errs = append(errs, fmt.Errorf("history: MaxLen must not be negative, got %d", cfg.MaxLen))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.MaxLen == 0 {
+		cfg.MaxLen = 1000
+	}
+	return &History{cfg: cfg, stream: redislock.HistoryKey(cfg.LockKey), last: redislock.LastEndKey(cfg.LockKey)}, nil
+}
+
+// Started appends the leadership of token by workerID and returns its
+// entry; a re-sent call for the newest token returns that entry's ID and
+// adds nothing (dup true).
+func (h *History) Started(ctx context.Context, token int64, workerID string) (e Entry, dup bool, err error) {
+	reply, err := startedScript.Run(ctx, h.cfg.Client, []string{h.stream, h.last}, token, workerID, h.cfg.MaxLen).StringSlice()
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("history: started: %w", err)
+	}
+	if len(reply) == 2 && reply[0] == "dup" {
+		return Entry{ID: reply[1], Token: token, WorkerID: workerID}, true, nil
+	}
+	if len(reply) != 5 || reply[0] != "ok" {
+		return Entry{}, false, fmt.Errorf("history: started: unexpected reply %q", reply)
+	}
+	e = Entry{ID: reply[1], Token: token, WorkerID: workerID, Started: millis(reply[2]), PreviousEnded: Reason(reply[3])}
+	if at := millis(reply[4]); !at.IsZero() && !e.Started.Before(at) {
+		e.Handover = e.Started.Sub(at)
+	}
+	return e, false, nil
+}
+
+// Ended records that the leadership of token ends for reason; call it
+// just before the lock is released.
+func (h *History) Ended(ctx context.Context, token int64, workerID string, reason Reason) error {
+	if err := endedScript.Run(ctx, h.cfg.Client, []string{h.last}, token, workerID, string(reason)).Err(); err != nil {
+		return fmt.Errorf("history: ended: %w", err)
+	}
+	return nil
+}
+
+// List returns up to n entries, newest first; n <= 0 means all.
+func (h *History) List(ctx context.Context, n int64) ([]Entry, error) {
+	var msgs []redis.XMessage
+	var err error
+	if n > 0 {
+		msgs, err = h.cfg.Client.XRevRangeN(ctx, h.stream, "+", "-", n).Result()
+	} else {
+		msgs, err = h.cfg.Client.XRevRange(ctx, h.stream, "+", "-").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: list: %w", err)
+	}
+	out := make([]Entry, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, entryOf(m))
+	}
+	return out, nil
+}
+
+func entryOf(m redis.XMessage) Entry {
+	s := func(k string) string { v, _ := m.Values[k].(string); return v }
+	n := func(k string) int64 { v, _ := strconv.ParseInt(s(k), 10, 64); return v }
+	e := Entry{
+		ID: m.ID, Token: n("token"), WorkerID: s("worker"), Started: millis(s("started")),
+		PreviousEnded: Reason(s("previous_ended")), PreviousToken: n("previous_token"), PreviousWorkerID: s("previous_worker"),
+	}
+	if at := millis(s("previous_ended_at")); !at.IsZero() && !e.Started.Before(at) {
+		e.Handover = e.Started.Sub(at)
+	}
+	return e
+}
+
+func millis(s string) time.Time {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

@@ -1,0 +1,105 @@
+package history
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Config{MaxLen: -1})
+	for _, want := range []string{"Client is required", "LockKey is required", "MaxLen must not be negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New = %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestHowTheyEnded: the first leadership has no predecessor; one that
+// recorded its end hands its reason (and a handover time) to the next;
+// one that did not reads as lease_expired; an end record of an older
+// token does not count for a newer one; a re-sent start adds nothing.
+func TestHowTheyEnded(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	h, err := New(Config{Client: s.Client(), LockKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	start := func(token int64, worker string) Entry {
+		t.Helper()
+		e, dup, err := h.Started(ctx, token, worker)
+		if err != nil || dup {
+			t.Fatalf("Started(%d): %v dup=%v", token, err, dup)
+		}
+		return e
+	}
+	end := func(token int64, worker string, r Reason) {
+		t.Helper()
+		if err := h.Ended(ctx, token, worker, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := start(1, "a"); e.PreviousEnded != "" || e.Started.IsZero() || time.Since(e.Started) > time.Minute {
+		t.Fatalf("first entry: %+v", e)
+	}
+	end(1, "a", Released)
+	if e := start(2, "b"); e.PreviousEnded != Released || e.Handover < 0 || e.Handover > time.Minute {
+		t.Fatalf("after a release: %+v", e)
+	}
+	if _, dup, err := h.Started(ctx, 2, "b"); err != nil || !dup {
+		t.Fatalf("re-sent start: dup=%v err=%v", dup, err)
+	}
+	// b crashes: no end record; its predecessor's record names token 1.
+	if e := start(3, "c"); e.PreviousEnded != LeaseExpired || e.Handover != 0 {
+		t.Fatalf("after a crash: %+v", e)
+	}
+	end(3, "c", SteppedDown)
+	start(4, "a")
+	end(4, "a", Fenced)
+	start(5, "b")
+
+	all, err := h.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range all {
+		got = append(got, e.WorkerID+":"+string(e.PreviousEnded))
+	}
+	if want := "b:fenced a:stepped_down c:lease_expired b:released a:"; strings.Join(got, " ") != want {
+		t.Fatalf("history %q, want %q", strings.Join(got, " "), want)
+	}
+	if all[0].Token != 5 || all[0].PreviousToken != 4 || all[0].PreviousWorkerID != "a" || all[0].Started.Before(all[1].Started) {
+		t.Errorf("newest entry: %+v", all[0])
+	}
+	if two, _ := h.List(ctx, 2); len(two) != 2 || two[0].Token != 5 {
+		t.Errorf("List(2) = %+v", two)
+	}
+}
+
+// TestCapped: the stream is trimmed to about MaxLen entries.
+func TestCapped(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	h, err := New(Config{Client: c, LockKey: "k", MaxLen: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(500) {
+		if _, _, err := h.Started(t.Context(), i+1, "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// MAXLEN ~ trims whole stream nodes (100 entries each by default).
+	if n, _ := c.XLen(t.Context(), redislock.HistoryKey("k")).Result(); n > 200 {
+		t.Errorf("stream holds %d entries, want about 10 (at most one node over)", n)
+	}
+}

@@ -1,0 +1,180 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const key = "op:leader"
+
+type rig struct {
+	c      *redis.Client
+	locker *redislock.Locker
+	queue  *jobs.Queue
+	op     *Operator
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	s := redistest.Start(t, redistest.Options{})
+	r := &rig{c: s.Client()}
+	var err error
+	if r.locker, err = redislock.New(redislock.Config{Nodes: []redis.Scripter{r.c}, Key: key, TTL: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if r.queue, err = jobs.New(jobs.Config{Client: r.c, Prefix: key + ":jobs", EpochKey: redislock.EpochKey(key)}); err != nil {
+		t.Fatal(err)
+	}
+	if r.op, err = New(Config{Client: r.c, Holder: r.locker.Holder, Queue: r.queue, LockKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// leader plays the leading replica's side: on each control notice it
+// reads the request and, when it names its token, releases the lock and
+// lets successor acquire. It ignores the first notice (as if lost).
+func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (stop func(), notices *atomic.Int64) {
+	t.Helper()
+	notices = &atomic.Int64{}
+	ps := r.c.Subscribe(t.Context(), redislock.ControlChannel(key))
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range ps.Channel() {
+			if notices.Add(1) == 1 {
+				continue
+			}
+			tok, err := r.op.Requested(context.Background())
+			if err != nil || tok != lease.Token() {
+				continue
+			}
+			_ = r.locker.Release(context.Background(), lease)
+			if successor != "" {
+				_, _ = r.locker.Acquire(context.Background(), successor)
+			}
+		}
+	})
+	return func() { _ = ps.Close(); wg.Wait() }, notices
+}
+
+func TestStepDown(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	if _, err := r.op.StepDown(ctx); !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("StepDown with no leader: %v", err)
+	}
+	lease, err := r.locker.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.op.StepDown(ctx); err == nil || !strings.Contains(err.Error(), "no replica listens") {
+		t.Fatalf("StepDown with nobody listening: %v", err)
+	}
+	stop, notices := r.leader(t, lease, "b")
+	defer stop()
+	h, err := r.op.StepDown(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.From.WorkerID != "a" || h.From.Token != lease.Token() || !h.To.Held || h.To.WorkerID != "b" || h.To.Token <= lease.Token() || h.Took <= 0 {
+		t.Fatalf("handover %+v", h)
+	}
+	if n := notices.Load(); n < 2 {
+		t.Errorf("%d notices: the lost first one was not sent again", n)
+	}
+}
+
+// TestStepDownReleasedOnly: the leader let go and nobody took over before
+// the deadline: a success that says so.
+func TestStepDownReleasedOnly(t *testing.T) {
+	r := newRig(t)
+	lease, err := r.locker.Acquire(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := r.leader(t, lease, "")
+	defer stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	h, err := r.op.StepDown(ctx)
+	if err != nil || h.To.Held || h.Took <= 0 {
+		t.Fatalf("StepDown = %+v, %v", h, err)
+	}
+}
+
+// TestStepDownRefused: a leader that does not let go makes StepDown fail
+// when its context ends, naming the leader.
+func TestStepDownRefused(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.locker.Acquire(t.Context(), "stubborn"); err != nil {
+		t.Fatal(err)
+	}
+	ps := r.c.Subscribe(t.Context(), redislock.ControlChannel(key)) // listens, never acts
+	defer ps.Close()
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := r.op.StepDown(ctx); err == nil || !strings.Contains(err.Error(), "stubborn") {
+		t.Fatalf("StepDown = %v, want it to name the leader that did not step down", err)
+	}
+}
+
+// TestQueueActionsAnnounce: pause, resume and requeue change the queue and
+// say so on the control channel.
+func TestQueueActionsAnnounce(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	ps := r.c.Subscribe(ctx, redislock.ControlChannel(key))
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.op.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.queue.Stats(ctx); !s.Paused {
+		t.Fatal("not paused")
+	}
+	if err := r.op.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.queue.Stats(ctx); s.Paused {
+		t.Fatal("still paused")
+	}
+	if _, err := r.op.Requeue(ctx, "01NOSUCHJOB"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("Requeue of no dead letter: %v", err)
+	}
+	var got []string
+	for len(got) < 2 {
+		m, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Payload)
+	}
+	if strings.Join(got, ",") != "pause,resume" {
+		t.Errorf("announced %v", got)
+	}
+	if tok, err := r.op.Requested(ctx); err != nil || tok != 0 {
+		t.Errorf("Requested with no request = %d, %v", tok, err)
+	}
+}

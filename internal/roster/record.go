@@ -1,0 +1,35 @@
+package roster
+
+import "time"
+
+// Record is one replica as the registry shows it. It has no field for a
+// URL, a password, a lock value or a token other than the fencing token.
+type Record struct {
+	WorkerID string `json:"workerId"`
+	Host     string `json:"host"`
+	PID      int    `json:"pid"`
+	Version  string `json:"version"`
+	// State is the replica's machine state, e.g. working (the daemon
+	// reports renew_lock as working and acquiring_lock as
+	// waiting_to_acquire_lock: the loops' short states).
+	State string `json:"state"`
+	// Leader is true while the replica holds a valid lease and works.
+	Leader bool `json:"leader"`
+	// Token is the fencing token of its leadership; 0 when it does not lead.
+	Token int64 `json:"token,omitempty"`
+	// Since is when the replica entered State.
+	Since time.Time `json:"since"`
+	// JobsDone counts the jobs this process committed.
+	JobsDone int64 `json:"jobsDone"`
+	// LastError is the replica's current problem, if any (scrubbed of
+	// secrets by whoever fills it in).
+	LastError string `json:"lastError,omitempty"`
+	// UpdatedAt is when the record was written (the writer's clock).
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// changed reports whether r differs from o in what a reader should see at
+// once: who leads, in which state, with which error.
+func (r Record) changed(o Record) bool {
+	return r.State != o.State || r.Leader != o.Leader || r.Token != o.Token || r.LastError != o.LastError
+}

@@ -1,0 +1,144 @@
+package roster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/notice"
+	"github.com/lockworker/lockworker/internal/redislock"
+)
+
+// Config configures a Roster.
+type Config struct {
+	// Client is the Redis that holds the registry (the first node).
+	// Required.
+	Client redis.Cmdable
+	// LockKey is the lock's key; the registry's keys derive from it.
+	// Required.
+	LockKey string
+	// TTL is how long a record lives without a refresh. Required, at
+	// least a millisecond.
+	TTL time.Duration
+	// Now stamps expiries and UpdatedAt. Default time.Now.
+	Now func() time.Time
+	// ShardedNotices publishes on the fleet channel with SPUBLISH (Redis
+	// Cluster), as its listeners subscribe.
+	ShardedNotices bool
+}
+
+// Roster reads and writes the registry. Safe for concurrent use.
+type Roster struct {
+	cfg   Config
+	index string
+}
+
+// New validates cfg and returns a Roster.
+func New(cfg Config) (*Roster, error) {
+	var errs []error
+	if cfg.Client == nil {
+		errs = append(errs, errors.New("roster: Client is required"))
+	}
+	if strings.TrimSpace(cfg.LockKey) == "" {
+		errs = append(errs, errors.New("roster: LockKey is required"))
+	}
+	if cfg.TTL < time.Millisecond {
+		errs = append(errs, fmt.Errorf("roster: TTL must be at least 1ms, got %s", cfg.TTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Roster{cfg: cfg, index: redislock.ReplicasKey(cfg.LockKey)}, nil
+}
+
+// TTL is how long a record lives without a refresh.
+func (r *Roster) TTL() time.Duration { return r.cfg.TTL }
+
+// Put writes rec (UpdatedAt set here) with the TTL, in one round trip.
+// With prune, index entries whose records expired a TTL ago or more are
+// dropped too (one replica, the leader, does it); with announce, a notice
+// goes out on the fleet channel.
+func (r *Roster) Put(ctx context.Context, rec Record, prune, announce bool) error {
+	if rec.WorkerID == "" {
+		return errors.New("roster: a record needs a WorkerID")
+	}
+	now := r.cfg.Now()
+	rec.UpdatedAt = now
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("roster: %w", err)
+	}
+	expiry := float64(now.Add(r.cfg.TTL).UnixMilli())
+	_, err = r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, redislock.ReplicaKey(r.cfg.LockKey, rec.WorkerID), body, r.cfg.TTL)
+		p.ZAdd(ctx, r.index, redis.Z{Score: expiry, Member: rec.WorkerID})
+		if prune {
+			p.ZRemRangeByScore(ctx, r.index, "-inf", strconv.FormatInt(now.Add(-r.cfg.TTL).UnixMilli(), 10))
+		}
+		if announce {
+			notice.Publish(ctx, p, r.cfg.ShardedNotices, redislock.FleetChannel(r.cfg.LockKey), rec.WorkerID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("roster: put %s: %w", rec.WorkerID, err)
+	}
+	return nil
+}
+
+// Remove deletes a replica's record and announces it, in one round trip.
+func (r *Roster) Remove(ctx context.Context, workerID string) error {
+	_, err := r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, redislock.ReplicaKey(r.cfg.LockKey, workerID))
+		p.ZRem(ctx, r.index, workerID)
+		notice.Publish(ctx, p, r.cfg.ShardedNotices, redislock.FleetChannel(r.cfg.LockKey), workerID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("roster: remove %s: %w", workerID, err)
+	}
+	return nil
+}
+
+// List returns the live replicas' records, ordered by worker ID. A record
+// that cannot be decoded is skipped (a newer or older writer's format).
+func (r *Roster) List(ctx context.Context) ([]Record, error) {
+	ids, err := r.cfg.Client.ZRange(ctx, r.index, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("roster: list: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = redislock.ReplicaKey(r.cfg.LockKey, id)
+	}
+	vals, err := r.cfg.Client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("roster: list: %w", err)
+	}
+	out := make([]Record, 0, len(vals))
+	for _, v := range vals {
+		s, ok := v.(string)
+		if !ok {
+			continue // expired: the replica is gone
+		}
+		var rec Record
+		if json.Unmarshal([]byte(s), &rec) == nil && rec.WorkerID != "" {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.WorkerID, b.WorkerID) })
+	return out, nil
+}

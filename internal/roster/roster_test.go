@@ -1,0 +1,188 @@
+package roster
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const lockKey = "test:leader"
+
+func newRoster(t *testing.T, c *redis.Client, ttl time.Duration) *Roster {
+	t.Helper()
+	r, err := New(Config{Client: c, LockKey: lockKey, TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Config{})
+	for _, want := range []string{"Client is required", "LockKey is required", "TTL must be at least 1ms"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New(Config{}) = %v, want it to say %q", err, want)
+		}
+	}
+}
+
+// TestPutListExpire: records are listed in worker order; one that is not
+// refreshed drops out after its TTL; Remove takes one out at once; the
+// leader's prune drops index entries of long-expired records.
+func TestPutListExpire(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	long, short := newRoster(t, c, time.Minute), newRoster(t, c, 300*time.Millisecond)
+	ctx := t.Context()
+	for _, rec := range []Record{{WorkerID: "w-2", State: "working", Leader: true, Token: 7}, {WorkerID: "w-1", State: "waiting_to_acquire_lock"}} {
+		if err := long.Put(ctx, rec, false, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := short.Put(ctx, Record{WorkerID: "w-3", Host: "h", PID: 42}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := long.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].WorkerID != "w-1" || got[1].Token != 7 || got[2].PID != 42 || got[2].UpdatedAt.IsZero() {
+		t.Fatalf("List = %+v", got)
+	}
+	poll.Until(t, 5*time.Second, "w-3's record expiring", func() bool {
+		got, err := long.List(ctx)
+		return err == nil && len(got) == 2
+	})
+	if err := long.Remove(ctx, "w-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := long.List(ctx); len(got) != 1 || got[0].WorkerID != "w-2" {
+		t.Fatalf("after Remove: %+v", got)
+	}
+	// w-3 expired in the index too, long enough ago for the prune.
+	poll.Until(t, 5*time.Second, "the index entry of w-3 old enough to prune", func() bool {
+		score, err := c.ZScore(ctx, redislock.ReplicasKey(lockKey), "w-3").Result()
+		return err == nil && time.UnixMilli(int64(score)).Add(300*time.Millisecond).Before(time.Now())
+	})
+	if err := short.Put(ctx, Record{WorkerID: "w-2", Leader: true}, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.ZCard(ctx, redislock.ReplicasKey(lockKey)).Result(); n != 1 {
+		t.Errorf("index holds %d members after the prune, want 1", n)
+	}
+}
+
+// TestRemoveAnnounces: Remove and an announced Put publish on the fleet
+// channel; a plain refresh does not.
+func TestRemoveAnnounces(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	r := newRoster(t, c, time.Minute)
+	ps := c.Subscribe(t.Context(), redislock.FleetChannel(lockKey))
+	defer ps.Close()
+	if _, err := ps.Receive(t.Context()); err != nil { // the subscription
+		t.Fatal(err)
+	}
+	for _, announce := range []bool{false, true} {
+		if err := r.Put(t.Context(), Record{WorkerID: "w-1"}, false, announce); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Remove(t.Context(), "w-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Publish(t.Context(), redislock.FleetChannel(lockKey), "end").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != "end" {
+		m, err := ps.ReceiveMessage(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Payload)
+	}
+	if strings.Join(got, ",") != "w-1,w-1,end" {
+		t.Errorf("fleet channel got %v, want the announced Put, the Remove, end", got)
+	}
+}
+
+// TestReporter: the record is written at once, a change is written after
+// the settle and announced, a burst that ends where it began is not, and
+// the record is removed when Run ends.
+func TestReporter(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	r := newRoster(t, c, 3*time.Second)
+	var mu sync.Mutex
+	cur := Record{WorkerID: "w-1", State: "waiting_to_acquire_lock"}
+	set := func(f func(*Record)) { mu.Lock(); f(&cur); mu.Unlock() }
+	var reads atomic.Int64
+	p, err := NewReporter(ReporterConfig{Roster: r, Interval: time.Second, Read: func() Record {
+		reads.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		return cur
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var announced atomic.Int64
+	ps := c.Subscribe(t.Context(), redislock.FleetChannel(lockKey))
+	defer ps.Close()
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range ps.Channel() {
+			announced.Add(1)
+		}
+	})
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+
+	state := func() string {
+		got, err := r.List(t.Context())
+		if err != nil || len(got) != 1 {
+			return ""
+		}
+		return got[0].State
+	}
+	poll.Until(t, 5*time.Second, "the first record", func() bool { return state() == "waiting_to_acquire_lock" })
+	poll.Until(t, 5*time.Second, "the first announcement", func() bool { return announced.Load() == 1 })
+
+	// A burst that ends where it began: read, but not written.
+	set(func(r *Record) { r.State = "acquiring_lock" })
+	p.Poke()
+	set(func(r *Record) { r.State = "waiting_to_acquire_lock" })
+	before := reads.Load()
+	poll.Until(t, 5*time.Second, "the poke read", func() bool { return reads.Load() > before })
+
+	set(func(r *Record) { r.State, r.Leader, r.Token = "working", true, 3 })
+	p.Poke()
+	poll.Until(t, 5*time.Second, "the change written", func() bool { return state() == "working" })
+	poll.Until(t, 5*time.Second, "the change announced", func() bool { return announced.Load() == 2 })
+
+	stop()
+	<-done
+	if got, _ := r.List(t.Context()); len(got) != 0 {
+		t.Errorf("record left after Run ended: %+v", got)
+	}
+	poll.Until(t, 5*time.Second, "the removal announced", func() bool { return announced.Load() == 3 })
+	_ = ps.Close()
+	wg.Wait()
+}
