@@ -16,13 +16,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/redislock"
 )
 
-// lockKey is the daemon's default LOCK_KEY; the queue lives under it.
-const lockKey = "lockworker:leader"
+// lockKey is the Redis key of the daemon's default LOCK_KEY (with its hash
+// tag); the queue lives under it.
+var lockKey = redislock.TaggedKey("lockworker:leader")
 
 // ClusterConfig describes the processes of a run.
 type ClusterConfig struct {
@@ -81,6 +83,7 @@ type slot struct {
 	name    string
 	proc    *fleet.Process
 	paused  bool
+	super   int                // the paused writer's supervisor (package guest), 0 if none
 	proxies []*toxiproxy.Proxy // by node
 }
 
@@ -201,6 +204,8 @@ func (c *Cluster) startWorker(s *slot) error {
 		"LOG_LEVEL=debug",
 		StoreEnv + "=" + c.coord.URL(),
 		WorkEnv + "=" + c.cfg.Work.String(),
+		// The writer is a guest with a clean environment: name what it reads.
+		"JOB_ENV=" + StoreEnv + "," + WorkEnv,
 	}
 	p, err := c.fleet.Start(fleet.Spec{Name: s.name, Path: c.cfg.Binary, Env: env})
 	if err != nil {
@@ -215,11 +220,8 @@ func (c *Cluster) startWorker(s *slot) error {
 func (c *Cluster) Queue() (*jobs.Queue, error) {
 	return jobs.New(jobs.Config{
 		Client:   c.nodes[0].client,
-		Prefix:   lockKey + ":jobs",
+		Prefix:   redislock.JobsPrefix(lockKey),
 		EpochKey: redislock.EpochKey(lockKey),
-		Handler: jobs.HandlerFunc(func(context.Context, jobs.Job, int64) error {
-			return errors.New("chaos: this queue client processes nothing")
-		}),
 	})
 }
 
@@ -257,7 +259,7 @@ func (c *Cluster) WaitLeader(ctx context.Context, limit time.Duration) (*slot, i
 		if s, tok := c.Leader(ctx); s != nil || time.Now().After(deadline) || ctx.Err() != nil {
 			return s, tok
 		}
-		sleep(ctx, 20*time.Millisecond)
+		backoff.Sleep(ctx, 20*time.Millisecond)
 	}
 }
 
@@ -267,27 +269,60 @@ func (c *Cluster) pause(s *slot, pid int) error {
 		return err
 	}
 	s.paused = true
+	stopped := []int{s.proc.PID()}
 	if pid > 0 {
+		// The writer runs under a supervisor (package guest) that would
+		// kill it at the lease deadline: a frozen host stops that too, or
+		// the late write this fault exists for could never happen.
+		if ppid := parentOf(pid); ppid > 0 && ppid != s.proc.PID() {
+			if err := syscall.Kill(ppid, syscall.SIGSTOP); err == nil {
+				s.super = ppid
+				stopped = append(stopped, ppid)
+			}
+		}
 		// ESRCH: the writer is already gone, stopped by its replica, which
 		// lost its lease on its own (say, to the previous fault). Nothing
 		// is left to hold; the fault simply does not bite.
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return err
 		}
+		stopped = append(stopped, pid)
 	}
 	// kill(2) returns before every thread has stopped; a thread still
 	// running could read a reply released right after. Wait until all are.
-	for _, id := range []int{s.proc.PID(), pid} {
-		if id > 0 && !fleet.WaitStopped(id, 5*time.Second) {
+	for _, id := range stopped {
+		if !fleet.WaitStopped(id, 5*time.Second) && alive(id) {
 			return fmt.Errorf("chaos: pid %d did not stop within 5s", id)
 		}
 	}
 	return nil
 }
 
+// resume wakes the replica, then the writer's supervisor, which then finds
+// the lease deadline passed and kills what is left of the writer.
 func (c *Cluster) resume(s *slot) error {
 	s.paused = false
-	return s.proc.Resume()
+	err := s.proc.Resume()
+	if s.super > 0 {
+		_ = syscall.Kill(s.super, syscall.SIGCONT)
+		s.super = 0
+	}
+	return err
+}
+
+// parentOf is pid's parent process ID, 0 when it cannot be read.
+func parentOf(pid int) int {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(st), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // saveLogs writes each replica's captured output (the last 4 MiB) and each
@@ -342,14 +377,4 @@ func (c *Cluster) Close() error {
 		}
 	}
 	return errors.Join(err, os.RemoveAll(c.dir))
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/lockworker/lockworker/internal/backoff"
 )
 
 // Kind names a fault.
@@ -64,7 +65,7 @@ func (in *injector) takeover(ctx context.Context, tok int64) bool {
 		if r, ok := in.c.coord.Store().Last(); ok && r.Token > tok {
 			return true
 		}
-		sleep(ctx, 10*time.Millisecond)
+		backoff.Sleep(ctx, 10*time.Millisecond)
 	}
 	return false
 }
@@ -77,7 +78,7 @@ func (in *injector) holdFor(ctx context.Context, leader bool, tok int64) {
 		in.takeover(ctx, tok)
 		return
 	}
-	sleep(ctx, in.ttl+time.Duration(in.rng.Int64N(int64(in.ttl))))
+	backoff.Sleep(ctx, in.ttl+time.Duration(in.rng.Int64N(int64(in.ttl))))
 }
 
 func (in *injector) inject(ctx context.Context, k Kind) (fault, error) {
@@ -172,7 +173,7 @@ func (in *injector) lateWrite(ctx context.Context, b Begin, n int) {
 		if !alive(b.PID) {
 			return
 		}
-		sleep(ctx, 5*time.Millisecond)
+		backoff.Sleep(ctx, 5*time.Millisecond)
 	}
 }
 
@@ -221,7 +222,7 @@ func (in *injector) redisRestart(ctx context.Context) (fault, error) {
 		return f, err
 	}
 	<-n.redis.Done()
-	sleep(ctx, time.Duration(in.rng.Int64N(int64(in.ttl/2)))) // the outage itself
+	backoff.Sleep(ctx, time.Duration(in.rng.Int64N(int64(in.ttl/2)))) // the outage itself
 	if err := in.c.startNode(ctx, n); err != nil {
 		return f, err
 	}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/fencecheck"
 )
 
@@ -70,18 +71,7 @@ type Summary struct {
 // Summary.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	start := time.Now()
-	if cfg.Faults == 0 {
-		cfg.Faults = 50
-	}
-	if len(cfg.Kinds) == 0 {
-		cfg.Kinds = Kinds
-	}
-	if cfg.Backlog == 0 {
-		cfg.Backlog = 16
-	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
+	cfg.defaults()
 	sum := Summary{Seed: cfg.Seed, ByKind: map[Kind]*KindStats{}}
 	coord, err := NewCoordinator(fencecheck.Config{Unfenced: cfg.Unfenced})
 	if err != nil {
@@ -94,90 +84,20 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	defer c.Close()
 	in := &injector{c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), ttl: c.cfg.TTL}
-
-	// The enqueuer keeps cfg.Backlog jobs queued so a leader always has
-	// work, and stops at the first error: an enqueue that failed may have
-	// been applied, and retrying it could enqueue a number twice.
-	var (
-		jobs     int // enqueued; the enqueuer's until it is stopped
-		enqErr   error
-		stopEnq  = make(chan struct{})
-		enqDone  = make(chan struct{})
-		stopOnce sync.Once
-	)
-	stopEnqueuer := func() {
-		stopOnce.Do(func() { close(stopEnq) })
-		<-enqDone
-	}
-	go func() {
-		defer close(enqDone)
-		for {
-			if enqErr = topUp(ctx, c, &jobs, cfg.Backlog); enqErr != nil {
-				return
-			}
-			select {
-			case <-stopEnq:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	defer stopEnqueuer()
+	enq := startEnqueuer(ctx, c, cfg.Backlog)
+	defer enq.stop()
 	if !waitFor(ctx, 30*time.Second, func() bool { _, ok := coord.Store().Last(); return ok }) {
 		return sum, fail(c, "chaos: no job was done within 30s of the start")
 	}
-
-	// Faults are dealt from a shuffled deck of the kinds, so every kind
-	// comes up once in each len(Kinds) faults.
-	var deck []Kind
 	phase := time.Now()
-	for i := range cfg.Faults {
-		select {
-		case <-enqDone:
-			return sum, enqErr
-		default:
-		}
-		if len(deck) == 0 {
-			deck = slices.Clone(cfg.Kinds)
-			in.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
-		}
-		k := deck[0]
-		deck = deck[1:]
-		f, err := in.inject(ctx, k)
-		if err != nil {
-			return sum, fmt.Errorf("chaos: fault %d (%s on %s): %w", i+1, k, f.target, err)
-		}
-		var back time.Duration
-		ok := waitFor(ctx, 60*time.Second, func() bool {
-			r, ok := coord.Store().Last()
-			back = r.At.Sub(f.healed)
-			return ok && back >= 0
-		})
-		if !ok {
-			return sum, fail(c, fmt.Sprintf("chaos: liveness: no leader worked within 60s after fault %d (%s on %s) healed", i+1, k, f.target))
-		}
-		ks := sum.ByKind[k]
-		if ks == nil {
-			ks = &KindStats{}
-			sum.ByKind[k] = ks
-		}
-		ks.Count++
-		if f.leader {
-			ks.OnLeader++
-		}
-		ks.Total += back
-		ks.Worst = max(ks.Worst, back)
-		sum.WorstRecovery = max(sum.WorstRecovery, back)
-		sum.Faults++
-		cfg.Logf("fault %d/%d: %s on %s (leader=%v, token %d); a leader worked %s after the heal",
-			i+1, cfg.Faults, k, f.target, f.leader, f.token, back.Round(time.Millisecond))
+	if err := runFaults(ctx, cfg, in, enq, &sum); err != nil {
+		return sum, err
 	}
 	phaseEnd := time.Now()
-	stopEnqueuer()
-	if enqErr != nil {
-		return sum, enqErr
+	jobs, err := enq.stop()
+	if err != nil {
+		return sum, err
 	}
-
 	drained := waitFor(ctx, 60*time.Second, func() bool {
 		q, err := c.Queue()
 		if err != nil {
@@ -190,11 +110,85 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fail(c, "chaos: liveness: the queue did not drain within 60s after the last fault")
 	}
 	c.StopWorkers(ctx)
-
-	h := coord.Store().History()
 	sum.Jobs = jobs
 	sum.Accepted, sum.Rejected = coord.Store().Counts()
-	sum.Violations = fencecheck.Check(h, jobs)
+	sum.summarize(coord.Store().History(), phase, phaseEnd)
+	sum.Wall = time.Since(start)
+	return sum, nil
+}
+
+func (cfg *Config) defaults() {
+	if cfg.Faults == 0 {
+		cfg.Faults = 50
+	}
+	if len(cfg.Kinds) == 0 {
+		cfg.Kinds = Kinds
+	}
+	if cfg.Backlog == 0 {
+		cfg.Backlog = 16
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+}
+
+// runFaults deals the faults from a shuffled deck of the kinds, so every
+// kind comes up once in each len(Kinds) faults, and waits after each for a
+// leader's accepted write.
+func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum *Summary) error {
+	var deck []Kind
+	for i := range cfg.Faults {
+		if err := enq.failed(); err != nil {
+			return err
+		}
+		if len(deck) == 0 {
+			deck = slices.Clone(cfg.Kinds)
+			in.rng.Shuffle(len(deck), func(i, j int) { deck[i], deck[j] = deck[j], deck[i] })
+		}
+		k := deck[0]
+		deck = deck[1:]
+		f, err := in.inject(ctx, k)
+		if err != nil {
+			return fmt.Errorf("chaos: fault %d (%s on %s): %w", i+1, k, f.target, err)
+		}
+		var back time.Duration
+		ok := waitFor(ctx, 60*time.Second, func() bool {
+			r, ok := in.c.coord.Store().Last()
+			back = r.At.Sub(f.healed)
+			return ok && back >= 0
+		})
+		if !ok {
+			return fail(in.c, fmt.Sprintf("chaos: liveness: no leader worked within 60s after fault %d (%s on %s) healed", i+1, k, f.target))
+		}
+		sum.record(k, f.leader, back)
+		cfg.Logf("fault %d/%d: %s on %s (leader=%v, token %d); a leader worked %s after the heal",
+			i+1, cfg.Faults, k, f.target, f.leader, f.token, back.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// record counts one fault of kind k and the time a leader took to work
+// again after its heal.
+func (s *Summary) record(k Kind, onLeader bool, back time.Duration) {
+	ks := s.ByKind[k]
+	if ks == nil {
+		ks = &KindStats{}
+		s.ByKind[k] = ks
+	}
+	ks.Count++
+	if onLeader {
+		ks.OnLeader++
+	}
+	ks.Total += back
+	ks.Worst = max(ks.Worst, back)
+	s.WorstRecovery = max(s.WorstRecovery, back)
+	s.Faults++
+}
+
+// summarize checks the history and counts leader changes and the worst gap
+// between accepted writes during the fault phase.
+func (s *Summary) summarize(h []fencecheck.Record, phase, phaseEnd time.Time) {
+	s.Violations = fencecheck.Check(h, s.Jobs)
 	var prev *fencecheck.Record
 	for i := range h {
 		r := &h[i]
@@ -202,15 +196,60 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			continue
 		}
 		if prev != nil && r.Token != prev.Token {
-			sum.LeaderChanges++
+			s.LeaderChanges++
 		}
 		if prev != nil && !r.At.Before(phase) && !prev.At.After(phaseEnd) {
-			sum.WorstGap = max(sum.WorstGap, r.At.Sub(prev.At))
+			s.WorstGap = max(s.WorstGap, r.At.Sub(prev.At))
 		}
 		prev = r
 	}
-	sum.Wall = time.Since(start)
-	return sum, nil
+}
+
+// enqueuer keeps backlog jobs queued so a leader always has work, and
+// stops at the first error: an enqueue that failed may have been applied,
+// and retrying it could enqueue a number twice.
+type enqueuer struct {
+	jobs     int // enqueued; the enqueuer's until it is stopped
+	err      error
+	stopCh   chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func startEnqueuer(ctx context.Context, c *Cluster, backlog int) *enqueuer {
+	e := &enqueuer{stopCh: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		for {
+			if e.err = topUp(ctx, c, &e.jobs, backlog); e.err != nil {
+				return
+			}
+			select {
+			case <-e.stopCh:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return e
+}
+
+// failed is the enqueuer's error once it stopped on one, else nil.
+func (e *enqueuer) failed() error {
+	select {
+	case <-e.done:
+		return e.err
+	default:
+		return nil
+	}
+}
+
+// stop stops the enqueuer, waits for it, and returns how many jobs it
+// enqueued and the error it stopped on, if any.
+func (e *enqueuer) stop() (int, error) {
+	e.stopOnce.Do(func() { close(e.stopCh) })
+	<-e.done
+	return e.jobs, e.err
 }
 
 // topUp enqueues jobs, numbered from *jobs on, until backlog are pending.
@@ -258,7 +297,7 @@ func waitFor(ctx context.Context, limit time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false
 		}
-		sleep(ctx, 10*time.Millisecond)
+		backoff.Sleep(ctx, 10*time.Millisecond)
 	}
 }
 
@@ -321,60 +360,70 @@ func StaleWrites(ctx context.Context, cfg Config, rounds int) ([]Round, error) {
 	var out []Round
 	for r := range rounds {
 		coord.Reset(scfg)
-		s, _ := c.WaitLeader(ctx, 30*time.Second)
-		if s == nil {
-			return out, fail(c, fmt.Sprintf("chaos: round %d: no leader", r+1))
-		}
-		trap := coord.Arm(s.name)
-		q, err := c.Queue()
+		round, err := staleRound(ctx, in, r+1)
 		if err != nil {
 			return out, err
 		}
-		if _, err := q.Enqueue(ctx, []byte("0")); err != nil {
-			return out, err
-		}
-		var b Begin
-		select {
-		case b = <-trap.Caught():
-		case <-time.After(30 * time.Second):
-			coord.Disarm(trap)
-			return out, fail(c, fmt.Sprintf("chaos: round %d: %s did not start the job", r+1, s.name))
-		}
-		err = c.pause(s, b.PID)
-		coord.Disarm(trap)
-		if err != nil {
-			return out, err
-		}
-		if !in.takeover(ctx, b.Token) {
-			return out, fail(c, fmt.Sprintf("chaos: round %d: no replica took over from %s", r+1, s.name))
-		}
-		n := len(coord.Store().History())
-		if err := syscallCont(b.PID); err != nil {
-			return out, err
-		}
-		in.lateWrite(ctx, b, n)
-		if err := c.resume(s); err != nil {
-			return out, err
-		}
-		h := coord.Store().History()
-		var round Round
-		for _, rec := range h {
-			if rec.Token == b.Token && rec.Worker == b.Worker {
-				round.Late = rec
-			}
-		}
-		if round.Late.Worker == "" {
-			return out, errors.New("chaos: the paused writer never wrote (killed before it could)")
-		}
-		round.Violations = fencecheck.Check(h, 1)
 		out = append(out, round)
-		// The next round needs the job committed.
-		if !waitFor(ctx, 30*time.Second, func() bool {
-			st, err := q.Stats(ctx)
-			return err == nil && st.Pending == 0
-		}) {
-			return out, fail(c, fmt.Sprintf("chaos: round %d: the job was not committed", r+1))
-		}
 	}
 	return out, nil
+}
+
+// staleRound is round n of StaleWrites.
+func staleRound(ctx context.Context, in *injector, n int) (Round, error) {
+	c, coord := in.c, in.c.coord
+	s, _ := c.WaitLeader(ctx, 30*time.Second)
+	if s == nil {
+		return Round{}, fail(c, fmt.Sprintf("chaos: round %d: no leader", n))
+	}
+	trap := coord.Arm(s.name)
+	q, err := c.Queue()
+	if err != nil {
+		return Round{}, err
+	}
+	if _, err := q.Enqueue(ctx, []byte("0")); err != nil {
+		return Round{}, err
+	}
+	var b Begin
+	select {
+	case b = <-trap.Caught():
+	case <-time.After(30 * time.Second):
+		coord.Disarm(trap)
+		return Round{}, fail(c, fmt.Sprintf("chaos: round %d: %s did not start the job", n, s.name))
+	}
+	err = c.pause(s, b.PID)
+	coord.Disarm(trap)
+	if err != nil {
+		return Round{}, err
+	}
+	if !in.takeover(ctx, b.Token) {
+		return Round{}, fail(c, fmt.Sprintf("chaos: round %d: no replica took over from %s", n, s.name))
+	}
+	before := len(coord.Store().History())
+	if err := syscallCont(b.PID); err != nil {
+		return Round{}, err
+	}
+	in.lateWrite(ctx, b, before)
+	if err := c.resume(s); err != nil {
+		return Round{}, err
+	}
+	h := coord.Store().History()
+	var round Round
+	for _, rec := range h {
+		if rec.Token == b.Token && rec.Worker == b.Worker {
+			round.Late = rec
+		}
+	}
+	if round.Late.Worker == "" {
+		return round, errors.New("chaos: the paused writer never wrote (killed before it could)")
+	}
+	round.Violations = fencecheck.Check(h, 1)
+	// The next round needs the job committed.
+	if !waitFor(ctx, 30*time.Second, func() bool {
+		st, err := q.Stats(ctx)
+		return err == nil && st.Pending == 0
+	}) {
+		return round, fail(c, fmt.Sprintf("chaos: round %d: the job was not committed", n))
+	}
+	return round, nil
 }

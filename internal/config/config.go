@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"reflect"
 	"strings"
@@ -11,18 +12,39 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/lockworker/lockworker/internal/guest"
+	"github.com/lockworker/lockworker/internal/redislock"
 )
 
 // Config is the daemon's configuration. Each field's default is in its tag.
 type Config struct {
 	// Port serves /healthz, /readyz, /status, /metrics and /jobs.
 	Port int `env:"PORT" envDefault:"3000"`
-	// RedisURLs: one URL is single-node mode; an odd number >= 3 is Redlock.
-	// The first URL also holds the fencing epoch and the job queue.
-	RedisURLs []string `env:"REDIS_URLS" envDefault:"redis://127.0.0.1:6379" envSeparator:","`
+	// RedisMode is standalone, sentinel or cluster: what REDIS_URLS name.
+	RedisMode string `env:"REDIS_MODE" envDefault:"standalone"`
+	// RedisURLs: in standalone mode one URL is a single node and an odd
+	// number >= 3 is Redlock (the first URL also holds the fencing epoch and
+	// the job queue); in sentinel mode the sentinels; in cluster mode seed
+	// nodes. URLs may carry a password: String and LogValue redact it.
+	RedisURLs []string `env:"REDIS_URLS" envDefault:"redis://127.0.0.1:6379" envSeparator:"," secret:"url"`
 	// RedisCAFile is a PEM bundle for rediss:// servers with a private CA.
 	RedisCAFile string `env:"REDIS_CA_FILE"`
-	// LockKey is the Redis key of the lock; related keys share its prefix.
+	// RedisSentinelMaster names the master group the sentinels watch.
+	// Required in sentinel mode, rejected in the others.
+	RedisSentinelMaster string `env:"REDIS_SENTINEL_MASTER"`
+	// RedisSentinelUsername is the ACL user for the sentinels themselves
+	// (the data nodes' user comes from the URLs). Sentinel mode only.
+	RedisSentinelUsername string `env:"REDIS_SENTINEL_USERNAME"`
+	// RedisSentinelPassword is the sentinels' own password. Sentinel mode only.
+	RedisSentinelPassword string `env:"REDIS_SENTINEL_PASSWORD" secret:"true"`
+	// RedisMinReplicas is how many replicas must acknowledge a fencing
+	// epoch bump before its token is used, even when fewer are online.
+	// Default -1 (or empty): by mode, set by Load: 1 in sentinel and
+	// cluster mode, 0 in standalone.
+	RedisMinReplicas int `env:"REDIS_MIN_REPLICAS" envDefault:"-1"`
+	// LockKey is the lock's name. Every key and channel of the lock and its
+	// queue is derived from it under one hash tag (redislock.TaggedKey).
 	LockKey string `env:"LOCK_KEY" envDefault:"lockworker:leader"`
 	// LockTTL is the lease: how long a dead leader blocks the others.
 	LockTTL time.Duration `env:"LOCK_TTL" envDefault:"15s"`
@@ -49,16 +71,40 @@ type Config struct {
 
 	// JobsToken enables POST /jobs for callers presenting it as a bearer
 	// token. Unset: the endpoint is off.
-	JobsToken string `env:"JOBS_TOKEN"`
+	JobsToken string `env:"JOBS_TOKEN" secret:"true"`
+	// AdminToken enables the operator actions over HTTP (step down, pause,
+	// resume, requeue) for callers presenting it as a bearer token, and
+	// unlocks them on the dashboard. Unset: those endpoints are off. At
+	// least MinAdminTokenLen bytes, no spaces or control characters.
+	AdminToken string `env:"ADMIN_TOKEN" secret:"true"`
 	// JobHandler is log (simulated heavy work) or exec (runs JobCommand).
 	JobHandler string `env:"JOB_HANDLER" envDefault:"log"`
 	// JobCommand is the command line for the exec handler, split on spaces.
 	JobCommand string `env:"JOB_COMMAND"`
+	// JobEnv names the daemon's variables the exec command also gets, on
+	// top of PATH, HOME, LANG, TZ and the LOCKWORKER_* job variables. Never
+	// REDIS_*, JOBS_TOKEN, ADMIN_TOKEN or LOCKWORKER_* (guest.CheckEnvName).
+	JobEnv []string `env:"JOB_ENV" envSeparator:","`
+	// JobStopGrace is how long a stopped exec command's process tree has
+	// between SIGTERM and SIGKILL; the lease deadline can shorten it.
+	JobStopGrace time.Duration `env:"JOB_STOP_GRACE" envDefault:"5s"`
 	// JobMaxAttempts is how often a failing job runs before dead-lettering.
 	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"5"`
 	// WorkDuration is how long the log handler's simulated work takes.
 	WorkDuration time.Duration `env:"WORK_DURATION" envDefault:"1s"`
 }
+
+// MinAdminTokenLen is the shortest ADMIN_TOKEN: the token is compared in
+// constant time, but a short one can still be guessed.
+const MinAdminTokenLen = 16
+
+// MinLockTTL is the shortest LOCK_TTL: the lock's own minimum
+// (redislock.MinTTL), checked here so the message names the variable.
+const MinLockTTL = 10 * time.Millisecond
+
+// ErrInvalid marks every configuration error: errors.Is(err, ErrInvalid)
+// holds for an *Error and for what wraps ErrInvalid, so main can exit 2.
+var ErrInvalid = errors.New("invalid configuration")
 
 // Error is a configuration error about one variable.
 type Error struct {
@@ -68,15 +114,38 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Var + ": " + e.Msg }
 
-// Load parses environ ("KEY=value" pairs, as os.Environ returns) and
-// validates the result. Errors are *Error values joined with errors.Join.
-func Load(environ []string) (Config, error) {
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Load reads every variable through getenv (os.Getenv in main) and
+// validates the result. An empty value counts as unset. Errors are *Error
+// values joined with errors.Join.
+func Load(getenv func(string) string) (Config, error) {
 	var c Config
-	if err := env.ParseWithOptions(&c, env.Options{Environment: env.ToMap(environ)}); err != nil {
+	params, err := env.GetFieldParams(&c)
+	if err != nil {
+		return Config{}, err
+	}
+	vars := make(map[string]string, len(params))
+	for _, p := range params {
+		if v := getenv(p.Key); v != "" {
+			vars[p.Key] = v
+		}
+	}
+	if err := env.ParseWithOptions(&c, env.Options{Environment: vars}); err != nil {
 		return Config{}, fromEnvError(err)
 	}
 	if c.WorkerID == "" {
 		c.WorkerID = ulid.Make().String()
+	}
+	for i, name := range c.JobEnv {
+		c.JobEnv[i] = strings.TrimSpace(name) // "A, B" is what people write
+	}
+	if c.RedisMinReplicas == -1 {
+		c.RedisMinReplicas = 0
+		if c.RedisMode == ModeSentinel || c.RedisMode == ModeCluster {
+			c.RedisMinReplicas = 1
+		}
 	}
 	if c.RedisNodeTimeout == 0 && c.LockTTL > 0 {
 		c.RedisNodeTimeout = min(c.LockTTL/10, time.Second)
@@ -89,72 +158,119 @@ func Load(environ []string) (Config, error) {
 
 // Validate checks every field and their relations.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(v, format string, args ...any) {
-		errs = append(errs, &Error{Var: v, Msg: fmt.Sprintf(format, args...)})
-	}
+	var p problems
 	if c.Port < 1 || c.Port > 65535 {
-		bad("PORT", "must be between 1 and 65535, got %d", c.Port)
+		p.add("PORT", "must be between 1 and 65535, got %d", c.Port)
 	}
-	switch n := len(c.RedisURLs); {
-	case n == 0:
-		bad("REDIS_URLS", "must name at least one redis:// or rediss:// URL")
-	case n == 2:
-		bad("REDIS_URLS", "2 nodes survive no failure: use 1 (single node) or an odd number >= 3 (Redlock)")
-	case n > 2 && n%2 == 0:
-		bad("REDIS_URLS", "Redlock needs an odd number of nodes, got %d", n)
+	c.checkRedis(&p)
+	c.checkTimings(&p)
+	if strings.TrimSpace(c.WorkerID) == "" || strings.ContainsAny(c.WorkerID, " \t\r\n") {
+		p.add("WORKER_ID", "must be a non-empty name without spaces")
+	}
+	if _, err := c.Level(); err != nil {
+		p.add("LOG_LEVEL", "%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		p.add("LOG_FORMAT", "must be text or json, got %q", c.LogFormat)
+	}
+	c.checkJobs(&p)
+	c.checkAdminToken(&p)
+	return errors.Join(p...)
+}
+
+// problems collects every *Error a validation finds.
+type problems []error
+
+func (p *problems) add(v, format string, args ...any) {
+	*p = append(*p, &Error{Var: v, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c Config) checkRedis(p *problems) {
+	if len(c.RedisURLs) == 0 {
+		p.add("REDIS_URLS", "must name at least one redis:// or rediss:// URL")
 	}
 	for i, u := range c.RedisURLs {
 		if err := checkRedisURL(u); err != nil {
-			bad("REDIS_URLS", "URL %d: %v", i+1, err)
+			p.add("REDIS_URLS", "URL %d: %v", i+1, err)
 		}
 	}
-	if strings.TrimSpace(c.LockKey) == "" {
-		bad("LOCK_KEY", "must not be empty")
+	if c.RedisMode == ModeStandalone {
+		checkDistinctServers(c.RedisURLs, p)
 	}
-	positive := map[string]time.Duration{
-		"LOCK_TTL": c.LockTTL, "RENEW_INTERVAL": c.RenewInterval, "RETRY_INTERVAL": c.RetryInterval,
-		"REDIS_NODE_TIMEOUT": c.RedisNodeTimeout, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "WORK_DURATION": c.WorkDuration,
-	}
-	for _, v := range []string{"LOCK_TTL", "RENEW_INTERVAL", "RETRY_INTERVAL", "REDIS_NODE_TIMEOUT", "SHUTDOWN_TIMEOUT"} {
-		if positive[v] <= 0 {
-			bad(v, "must be a positive duration such as 5s or 500ms, got %s", positive[v])
-		}
-	}
-	if c.WorkDuration < 0 {
-		bad("WORK_DURATION", "must not be negative, got %s", c.WorkDuration)
-	}
-	if c.LockTTL > 0 && c.RenewInterval > 0 && c.RenewInterval >= c.LockTTL/2 {
-		bad("RENEW_INTERVAL", "must be below LOCK_TTL/2 (%s) so a failed renew can be retried before the lease ends, got %s", c.LockTTL/2, c.RenewInterval)
-	}
-	if c.LockTTL > 0 && c.RedisNodeTimeout > 0 && c.RedisNodeTimeout >= c.LockTTL/3 {
-		bad("REDIS_NODE_TIMEOUT", "must be below LOCK_TTL/3 (%s), got %s", c.LockTTL/3, c.RedisNodeTimeout)
+	c.checkMode(p)
+	switch {
+	case strings.TrimSpace(c.LockKey) == "":
+		p.add("LOCK_KEY", "must not be empty")
+	case !redislock.ValidLockKey(c.LockKey):
+		p.add("LOCK_KEY", "%q cannot carry a hash tag: give it a non-empty {tag} of its own, or do not start it with '}'", c.LockKey)
 	}
 	if c.ClockDriftFactor < 0 || c.ClockDriftFactor >= 0.5 {
-		bad("CLOCK_DRIFT_FACTOR", "must be in [0, 0.5), got %g", c.ClockDriftFactor)
+		p.add("CLOCK_DRIFT_FACTOR", "must be in [0, 0.5), got %g", c.ClockDriftFactor)
 	}
-	if strings.TrimSpace(c.WorkerID) == "" || strings.ContainsAny(c.WorkerID, " \t\r\n") {
-		bad("WORKER_ID", "must be a non-empty name without spaces")
+}
+
+func (c Config) checkTimings(p *problems) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"LOCK_TTL", c.LockTTL}, {"RENEW_INTERVAL", c.RenewInterval}, {"RETRY_INTERVAL", c.RetryInterval},
+		{"REDIS_NODE_TIMEOUT", c.RedisNodeTimeout}, {"SHUTDOWN_TIMEOUT", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			p.add(d.name, "must be a positive duration such as 5s or 500ms, got %s", d.v)
+		}
 	}
-	if _, err := c.Level(); err != nil {
-		bad("LOG_LEVEL", "%v", err)
+	if c.LockTTL > 0 && c.LockTTL < MinLockTTL {
+		p.add("LOCK_TTL", "must be at least %s, got %s", MinLockTTL, c.LockTTL)
 	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		bad("LOG_FORMAT", "must be text or json, got %q", c.LogFormat)
+	if c.LockTTL > 0 && c.RenewInterval > 0 && c.RenewInterval >= c.LockTTL/2 {
+		p.add("RENEW_INTERVAL", "must be below LOCK_TTL/2 (%s) so a failed renew can be retried before the lease ends, got %s", c.LockTTL/2, c.RenewInterval)
+	}
+	if c.LockTTL > 0 && c.RedisNodeTimeout > 0 && c.RedisNodeTimeout >= c.LockTTL/3 {
+		p.add("REDIS_NODE_TIMEOUT", "must be below LOCK_TTL/3 (%s), got %s", c.LockTTL/3, c.RedisNodeTimeout)
+	}
+}
+
+func (c Config) checkJobs(p *problems) {
+	if c.WorkDuration <= 0 {
+		p.add("WORK_DURATION", "must be a positive duration such as 1s or 50ms, got %s", c.WorkDuration)
 	}
 	switch c.JobHandler {
 	case "log":
 	case "exec":
 		if len(strings.Fields(c.JobCommand)) == 0 {
-			bad("JOB_COMMAND", "must be set when JOB_HANDLER=exec")
+			p.add("JOB_COMMAND", "must be set when JOB_HANDLER=exec")
 		}
 	default:
-		bad("JOB_HANDLER", "must be log or exec, got %q", c.JobHandler)
+		p.add("JOB_HANDLER", "must be log or exec, got %q", c.JobHandler)
+	}
+	for _, name := range c.JobEnv {
+		if err := guest.CheckEnvName(name); err != nil {
+			p.add("JOB_ENV", "%v", err)
+		}
+	}
+	if c.JobStopGrace <= 0 {
+		p.add("JOB_STOP_GRACE", "must be a positive duration such as 5s or 500ms, got %s", c.JobStopGrace)
 	}
 	if c.JobMaxAttempts < 1 {
-		bad("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
+		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
 	}
-	return errors.Join(errs...)
+}
+
+// checkAdminToken never echoes the token: the message says only what is
+// wrong with it.
+func (c Config) checkAdminToken(p *problems) {
+	if c.AdminToken == "" {
+		return
+	}
+	if len(c.AdminToken) < MinAdminTokenLen {
+		p.add("ADMIN_TOKEN", "must be at least %d bytes (it guards the operator actions), got %d; generate one with: openssl rand -hex 32",
+			MinAdminTokenLen, len(c.AdminToken))
+	}
+	if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		p.add("ADMIN_TOKEN", "must not contain spaces or control characters")
+	}
 }
 
 // Level is LogLevel as a slog.Level.
@@ -181,6 +297,34 @@ func checkRedisURL(raw string) error {
 		return errors.New("has no host")
 	}
 	return nil
+}
+
+// checkDistinctServers rejects two URLs that name the same server: Redlock
+// over one server counted twice fails with it, yet claims a quorum. Hosts
+// compare without case, the default port is 6379, and every loopback
+// address counts as one host. A name and an address of one machine are not
+// told apart.
+func checkDistinctServers(urls []string, p *problems) {
+	seen := map[string]int{}
+	for i, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Hostname() == "" {
+			continue // reported by checkRedisURL
+		}
+		host, port := strings.ToLower(u.Hostname()), u.Port()
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			host = "localhost"
+		}
+		if port == "" {
+			port = "6379"
+		}
+		server := net.JoinHostPort(host, port)
+		if first, dup := seen[server]; dup {
+			p.add("REDIS_URLS", "URL %d and URL %d name the same server (%s); Redlock needs independent servers", first+1, i+1, server)
+			continue
+		}
+		seen[server] = i
+	}
 }
 
 // fromEnvError maps caarlos0/env errors, which name Go fields, to errors
@@ -210,18 +354,4 @@ func varOf(field string) string {
 	}
 	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 	return name
-}
-
-// Redacted returns the URLs with any password replaced, for logs and status.
-func Redacted(urls []string) []string {
-	out := make([]string, len(urls))
-	for i, raw := range urls {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil {
-			out[i] = "(invalid URL)"
-			continue
-		}
-		out[i] = u.Redacted()
-	}
-	return out
 }

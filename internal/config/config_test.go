@@ -1,14 +1,17 @@
 package config
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestLoadDefaults(t *testing.T) {
-	c, err := Load(nil)
+	c, err := Load(Getenv(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +24,7 @@ func TestLoadDefaults(t *testing.T) {
 	if len(c.WorkerID) != 26 {
 		t.Fatalf("default WORKER_ID %q is not a ULID", c.WorkerID)
 	}
-	other, _ := Load(nil)
+	other, _ := Load(Getenv(nil))
 	if other.WorkerID == c.WorkerID {
 		t.Fatal("two loads share a worker ID")
 	}
@@ -53,10 +56,37 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_MAX_ATTEMPTS=0"}, "JOB_MAX_ATTEMPTS"},
 		{[]string{"WORKER_ID=a b"}, "WORKER_ID"},
 		{[]string{"RELEASE_NOTICES=maybe"}, "RELEASE_NOTICES"},
+		{[]string{"JOB_ENV=REDIS_URLS"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=HTTP_PROXY,REDIS_PASSWORD"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=JOBS_TOKEN"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=ADMIN_TOKEN"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=LOCKWORKER_FENCING_TOKEN"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=A,,B"}, "JOB_ENV"},
+		{[]string{"JOB_ENV=A=B"}, "JOB_ENV"},
+		{[]string{"JOB_STOP_GRACE=0s"}, "JOB_STOP_GRACE"},
+		{[]string{"JOB_STOP_GRACE=-1s"}, "JOB_STOP_GRACE"},
+		{[]string{"JOB_STOP_GRACE=soon"}, "JOB_STOP_GRACE"},
+		{[]string{"LOCK_TTL=3ms"}, "LOCK_TTL"},
+		{[]string{"WORK_DURATION=0"}, "WORK_DURATION"},
+		{[]string{"WORK_DURATION=-1s"}, "WORK_DURATION"},
+		{[]string{"REDIS_URLS=redis://a:1,redis://b:1,redis://a:1"}, "REDIS_URLS"},
+		{[]string{"REDIS_URLS=redis://A,redis://b:1,redis://a:6379/2"}, "REDIS_URLS"},
+		{[]string{"REDIS_URLS=redis://localhost:7,redis://b:1,rediss://u:p@127.0.0.1:7"}, "REDIS_URLS"},
+		{[]string{"REDIS_MODE=ring"}, "REDIS_MODE"},
+		{[]string{"REDIS_MODE=sentinel", "REDIS_URLS=redis://s1:26379"}, "REDIS_SENTINEL_MASTER"},
+		{[]string{"REDIS_SENTINEL_MASTER=mymaster"}, "REDIS_SENTINEL_MASTER"},
+		{[]string{"REDIS_MODE=cluster", "REDIS_SENTINEL_PASSWORD=x"}, "REDIS_SENTINEL_PASSWORD"},
+		{[]string{"REDIS_MODE=cluster", "REDIS_SENTINEL_USERNAME=x"}, "REDIS_SENTINEL_USERNAME"},
+		{[]string{"REDIS_MODE=cluster", "REDIS_URLS=redis://a:1/2"}, "REDIS_URLS"},
+		{[]string{"REDIS_MODE=cluster", "REDIS_URLS=redis://u:p@a:1,redis://b:1"}, "REDIS_URLS"},
+		{[]string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=m", "REDIS_URLS=rediss://a:1,redis://b:1"}, "REDIS_URLS"},
+		{[]string{"LOCK_KEY=}x"}, "LOCK_KEY"},
+		{[]string{"REDIS_MIN_REPLICAS=-2"}, "REDIS_MIN_REPLICAS"},
+		{[]string{"REDIS_MIN_REPLICAS=one"}, "REDIS_MIN_REPLICAS"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.env, " "), func(t *testing.T) {
-			_, err := Load(tt.env)
+			_, err := Load(Getenv(tt.env))
 			var ce *Error
 			if !errors.As(err, &ce) || ce.Var != tt.want {
 				t.Fatalf("Load(%v) = %v; want an error naming %s", tt.env, err, tt.want)
@@ -69,7 +99,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestPasswordNeverInErrors(t *testing.T) {
-	_, err := Load([]string{"REDIS_URLS=redis://user:s3cret@a:1,redis://user:s3cret@b:1"})
+	_, err := Load(Getenv([]string{"REDIS_URLS=redis://user:s3cret@a:1,redis://user:s3cret@b:1"}))
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("error %v: want an error without the password", err)
 	}
@@ -80,11 +110,107 @@ func TestPasswordNeverInErrors(t *testing.T) {
 }
 
 func TestRedlockAndTLSURLsAccepted(t *testing.T) {
-	c, err := Load([]string{"REDIS_URLS=rediss://app:pw@a:6380,redis://b:1,redis://c:1", "LOCK_TTL=3s", "RENEW_INTERVAL=1s"})
+	c, err := Load(Getenv([]string{"REDIS_URLS=rediss://app:pw@a:6380,redis://b:1,redis://c:1", "LOCK_TTL=3s", "RENEW_INTERVAL=1s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.RedisURLs) != 3 || c.RedisNodeTimeout != 300*time.Millisecond {
 		t.Fatalf("got %+v", c)
+	}
+}
+
+// TestModesAccepted: each mode with what it needs; Cluster takes any
+// number of seeds, Sentinel any number of sentinels.
+func TestModesAccepted(t *testing.T) {
+	for _, env := range [][]string{
+		{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=mymaster", "REDIS_URLS=redis://:pw@s1:26379,redis://:pw@s2:26379",
+			"REDIS_SENTINEL_USERNAME=sen", "REDIS_SENTINEL_PASSWORD=spw"},
+		{"REDIS_MODE=cluster", "REDIS_URLS=redis://a:7000,redis://b:7000/0,redis://c:7000,redis://d:7000"},
+		{"REDIS_MODE=standalone", "LOCK_KEY=app:{leader}"},
+	} {
+		c, err := Load(Getenv(env))
+		if err != nil {
+			t.Errorf("%v: %v", env, err)
+		} else if c.RedisMode == "" {
+			t.Errorf("%v: no mode", env)
+		}
+	}
+	if c, _ := Load(Getenv(nil)); c.RedisMode != ModeStandalone || c.RedisMinReplicas != 0 {
+		t.Fatalf("defaults: REDIS_MODE %q, REDIS_MIN_REPLICAS %d; want standalone, 0", c.RedisMode, c.RedisMinReplicas)
+	}
+	for env, want := range map[string]int{
+		"REDIS_MODE=cluster": 1, "REDIS_MODE=cluster REDIS_MIN_REPLICAS=0": 0, "REDIS_MODE=standalone REDIS_MIN_REPLICAS=2": 2,
+	} {
+		if c, err := Load(Getenv(strings.Fields(env))); err != nil || c.RedisMinReplicas != want {
+			t.Errorf("%s: REDIS_MIN_REPLICAS %d (%v), want %d", env, c.RedisMinReplicas, err, want)
+		}
+	}
+}
+
+// TestSecretsNeverPrinted: every way a Config can reach a log (%v, %+v, %#v,
+// String, slog text and JSON) names the variables and hides the secrets.
+func TestSecretsNeverPrinted(t *testing.T) {
+	c, err := Load(Getenv([]string{"REDIS_URLS=rediss://app:s3cret-pw@h:6380", "JOBS_TOKEN=tok-s3cret",
+		"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=m", "REDIS_SENTINEL_PASSWORD=sen-s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js bytes.Buffer
+	slog.New(slog.NewTextHandler(&text, nil)).Info("config", "cfg", c)
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("config", "cfg", c)
+	for name, out := range map[string]string{
+		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%#v": fmt.Sprintf("%#v", c),
+		"String": c.String(), "slog text": text.String(), "slog JSON": js.String(),
+	} {
+		for _, secret := range []string{"s3cret-pw", "tok-s3cret", "sen-s3cret"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s shows %q: %s", name, secret, out)
+			}
+		}
+		for _, want := range []string{"REDIS_URLS", "h:6380", "JOBS_TOKEN", "[redacted]", "LOCK_TTL", "15s", "REDIS_SENTINEL_PASSWORD"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q: %s", name, want, out)
+			}
+		}
+	}
+	if empty, _ := Load(Getenv(nil)); strings.Contains(empty.String(), "[redacted]") {
+		t.Errorf("an unset token shows as redacted: %s", empty)
+	}
+}
+
+func TestJobEnvAndStopGrace(t *testing.T) {
+	c, err := Load(Getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.JobEnv) != 0 || c.JobStopGrace != 5*time.Second {
+		t.Fatalf("defaults: JobEnv %q, JobStopGrace %s; want none and 5s", c.JobEnv, c.JobStopGrace)
+	}
+	c, err = Load(Getenv([]string{"JOB_ENV=HTTP_PROXY, NO_PROXY", "JOB_STOP_GRACE=250ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.JobEnv, "|") != "HTTP_PROXY|NO_PROXY" || c.JobStopGrace != 250*time.Millisecond {
+		t.Fatalf("got JobEnv %q, JobStopGrace %s", c.JobEnv, c.JobStopGrace)
+	}
+}
+
+// The message names the variable it refuses and why, for the operator.
+func TestJobEnvRefusalSaysWhy(t *testing.T) {
+	_, err := Load(Getenv([]string{"JOB_ENV=HTTP_PROXY,REDIS_URLS"}))
+	if err == nil || !strings.Contains(err.Error(), `JOB_ENV: "REDIS_URLS" is a Redis setting`) {
+		t.Fatalf("Load = %v; want JOB_ENV's refusal of REDIS_URLS, with the reason", err)
+	}
+}
+
+// The duplicate-server message says which URLs, without their passwords.
+func TestDuplicateServersNamed(t *testing.T) {
+	_, err := Load(Getenv([]string{"REDIS_URLS=redis://:s3cret@h:1,redis://b:1,redis://:s3cret@H:1/3"}))
+	want := "REDIS_URLS: URL 1 and URL 3 name the same server (h:1); Redlock needs independent servers"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Load = %v; want %q", err, want)
+	}
+	if _, err := Load(Getenv([]string{"REDIS_URLS=redis://a:1,redis://a:2,redis://b:1", "LOCK_TTL=10ms", "RENEW_INTERVAL=4ms", "RETRY_INTERVAL=5ms"})); err != nil {
+		t.Fatalf("distinct servers and the minimum TTL refused: %v", err)
 	}
 }

@@ -1,7 +1,10 @@
 // Package config reads lockworker's settings from the environment with
-// github.com/caarlos0/env and checks that they make sense together.
+// github.com/caarlos0/env and checks that they make sense together,
+// including per REDIS_MODE (a sentinel setting outside sentinel mode, a
+// sentinel mode without a master group, cluster URLs that disagree).
 //
 // Every error names the environment variable at fault, so an operator can
 // fix it without reading Go. Secrets (Redis passwords inside REDIS_URLS,
-// JOBS_TOKEN) are kept out of String and of every error message.
+// REDIS_SENTINEL_PASSWORD, JOBS_TOKEN: every field tagged `secret`) are
+// kept out of String, GoString, LogValue and every error message.
 package config

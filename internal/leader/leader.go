@@ -11,15 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/redislock"
 )
-
-// ErrLeaseExpired is the cause of a work context cancelled because the
-// lease's local deadline passed before a renew extended it.
-var ErrLeaseExpired = errors.New("leader: lease deadline passed")
-
-// errWorkStopped is the cause of a work context cancelled by StopWork.
-var errWorkStopped = errors.New("leader: work stopped")
 
 // Lease is what the work is told about its leadership.
 type Lease interface {
@@ -33,6 +27,7 @@ type Lock interface {
 	Acquire(ctx context.Context, workerID string) (*redislock.Lease, error)
 	Renew(ctx context.Context, lease *redislock.Lease) error
 	Release(ctx context.Context, lease *redislock.Lease) error
+	Reissue(ctx context.Context, lease *redislock.Lease, floor int64) (*redislock.Lease, error)
 }
 
 var _ Lock = (*redislock.Locker)(nil)
@@ -49,15 +44,39 @@ type Config struct {
 	WorkerID string
 	// Work is required.
 	Work Work
-	// RetryInterval is the follower's polling period; required, > 0.
+	// RetryInterval is the follower's polling period; required, > 0. The
+	// waits after failures back off from it (see RetryDelay).
 	RetryInterval time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// Observe, optional, is told the latency and result of every acquire
-	// ("acquired", "held", "error") and renew ("renewed", "lost", "error")
-	// attempt, for metrics.
-	Observe func(op string, d time.Duration, result string)
+	// Observer, optional, is told the latency and result of every acquire
+	// and renew attempt, for metrics.
+	Observer Observer
+	// StepDownHold is how long a replica that stepped down (StepDown)
+	// waits before it competes again, deaf to release notices meanwhile,
+	// so another replica takes over. Default 2 x RetryInterval.
+	StepDownHold time.Duration
+	// BeforeRelease, optional, is called by Release with the token of a
+	// lease that is still valid, just before the lock is given up, and
+	// with why the leadership's work ended: nil when it was stopped (a
+	// shutdown), ErrSteppedDown, or the error it ended with. It runs on
+	// the machine's release callback and must honour ctx.
+	BeforeRelease func(ctx context.Context, token int64, cause error)
 }
+
+// Observer is told how each lock call went. Results are "acquired",
+// "held" or "error" for an acquire, "renewed", "lost" or "error" for a
+// renew. Calls come from the machine's callback goroutines and must not
+// block.
+type Observer interface {
+	ObserveAcquire(d time.Duration, result string)
+	ObserveRenew(d time.Duration, result string)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveAcquire(time.Duration, string) {}
+func (nopObserver) ObserveRenew(time.Duration, string)   {}
 
 // Leader implements the machine's callbacks. Acquire, Renew, Release,
 // StartWork and StopWork are called by the machine; Status, RetryDelay and
@@ -70,15 +89,27 @@ type Leader struct {
 	lease   *redislock.Lease // nil unless acquired and not yet released
 	heldTTL time.Duration    // remaining TTL of another holder, from the last attempt
 	work    *running
+	highest int64 // the highest token this replica has held
+
+	// What RetryDelay backs off on: consecutive acquire attempts that
+	// ended in an error, and leaderships whose work ended by itself
+	// quickly (endedByItself: the last one did, and no wait has been
+	// armed since). deafUntil ends the wait that follows such a
+	// leadership; release notices before it are not heard.
+	acquireErrs   int
+	quickEnds     int
+	endedByItself bool
+	deafUntil     time.Time
+	// steppedDown: the last leadership stepped down; the next wait is the
+	// hold (StepDownHold). endCause is why the current lease's work ended
+	// by itself (nil when stopped), for BeforeRelease.
+	steppedDown bool
+	endCause    error
+
+	lastErr   string    // the latest error met, for the fleet registry
+	lastErrAt time.Time // when
 
 	redisOK atomic.Bool // the last Redis call got an answer
-}
-
-type running struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer // cancels ctx at the lease deadline
-	done   chan struct{}
 }
 
 // New validates cfg and returns a Leader.
@@ -96,21 +127,28 @@ func New(cfg Config) (*Leader, error) {
 	if cfg.RetryInterval <= 0 {
 		errs = append(errs, errors.New("leader: RetryInterval must be positive"))
 	}
+	if cfg.StepDownHold < 0 {
+		errs = append(errs, errors.New("leader: StepDownHold must not be negative"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.Observe == nil {
-		cfg.Observe = func(string, time.Duration, string) {}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.StepDownHold == 0 {
+		cfg.StepDownHold = 2 * cfg.RetryInterval
 	}
 	return &Leader{cfg: cfg, log: cfg.Logger}, nil
 }
 
 // Acquire tries once to take the lock. A lease left over from a lost
 // leadership is released first (compare-and-delete, so it only removes our
-// own value) so that we do not wait out our own stale key.
+// own value) so that we do not wait out our own stale key. Its error is
+// logged by the machine's transition, not here.
 func (l *Leader) Acquire(ctx context.Context) error {
 	if stale := l.takeLease(); stale != nil {
 		if err := l.cfg.Lock.Release(ctx, stale); err != nil {
@@ -120,99 +158,92 @@ func (l *Leader) Acquire(ctx context.Context) error {
 	start := time.Now()
 	lease, err := l.cfg.Lock.Acquire(ctx, l.cfg.WorkerID)
 	var held *redislock.HeldError
+	heldTTL, result := time.Duration(0), "error"
 	switch {
 	case err == nil:
-		l.cfg.Observe("acquire", time.Since(start), "acquired")
-		l.redisOK.Store(true)
-		l.mu.Lock()
-		l.lease, l.heldTTL = lease, 0
-		l.mu.Unlock()
-		l.log.Info("lease granted", "token", lease.Token(), "lease_ms", time.Until(lease.Deadline()).Milliseconds(),
-			"acquire_ms", time.Since(start).Milliseconds())
-		return nil
+		if lease, err = l.aboveHighest(ctx, lease); err == nil {
+			result = "acquired"
+		}
 	case errors.As(err, &held):
-		l.cfg.Observe("acquire", time.Since(start), "held")
-		l.redisOK.Store(true)
-		l.mu.Lock()
-		l.heldTTL = held.TTL
-		l.mu.Unlock()
-		l.log.Info("Lock is held by another worker", "held_for", held.TTL.Round(time.Millisecond).String())
-	default:
-		l.cfg.Observe("acquire", time.Since(start), "error")
-		l.redisOK.Store(false)
-		l.mu.Lock()
-		l.heldTTL = 0
-		l.mu.Unlock()
-		l.log.Warn("acquire failed", "err", err)
+		heldTTL, result = held.TTL, "held"
+	}
+	l.cfg.Observer.ObserveAcquire(time.Since(start), result)
+	l.redisOK.Store(result != "error")
+	l.mu.Lock()
+	l.heldTTL = heldTTL
+	switch result {
+	case "error":
+		l.acquireErrs++
+		l.noteErr(fmt.Errorf("acquire: %w", err))
+	case "acquired":
+		l.acquireErrs = 0
+	} // "held" keeps the count: a failing attempt of another replica also answers held
+	if err == nil {
+		l.lease, l.highest = lease, max(l.highest, lease.Token())
+	}
+	l.mu.Unlock()
+	if err == nil {
+		l.log.Info("lease granted", "token", lease.Token(), "leaseMs", time.Until(lease.Deadline()).Milliseconds(),
+			"acquireMs", time.Since(start).Milliseconds())
 	}
 	return err
 }
 
+// renewBackoff spaces the retries of a renew that failed with time left.
+var renewBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
+
 // Renew extends the lease. A failure with time left on the lease is retried
 // with jittered backoff; it gives up when the lock says the lease is lost or
-// the deadline is too close for another try.
+// the deadline is too close for another try, and the machine's transition
+// logs why.
 func (l *Leader) Renew(ctx context.Context) error {
 	lease := l.currentLease()
 	if lease == nil {
 		return redislock.ErrLost
 	}
-	backoff := 50 * time.Millisecond
-	for {
+	for fails := 1; ; fails++ {
 		start := time.Now()
 		err := l.cfg.Lock.Renew(ctx, lease)
-		if err == nil {
-			l.cfg.Observe("renew", time.Since(start), "renewed")
+		switch {
+		case err == nil:
+			l.cfg.Observer.ObserveRenew(time.Since(start), "renewed")
 			l.redisOK.Store(true)
 			return l.extendWork(lease)
-		}
-		if errors.Is(err, redislock.ErrLost) {
-			l.cfg.Observe("renew", time.Since(start), "lost")
+		case errors.Is(err, redislock.ErrLost):
+			l.cfg.Observer.ObserveRenew(time.Since(start), "lost")
 			l.redisOK.Store(true)
-			l.log.Warn("lease lost", "err", err)
+			l.noteErrLocked(fmt.Errorf("renew: %w", err))
 			return err
 		}
-		l.cfg.Observe("renew", time.Since(start), "error")
+		l.cfg.Observer.ObserveRenew(time.Since(start), "error")
 		l.redisOK.Store(false)
-		wait := jitter(backoff, 0.5)
-		if time.Until(lease.Deadline()) <= wait {
-			l.log.Warn("renew failed and the lease ends before another try", "err", err)
-			return err
+		l.noteErrLocked(fmt.Errorf("renew: %w", err))
+		wait := renewBackoff.Delay(fails)
+		left := time.Until(lease.Deadline())
+		if left <= wait {
+			return fmt.Errorf("renew failed and the lease ends in %s, before another try: %w", left.Round(time.Millisecond), err)
 		}
-		l.log.Warn("renew failed, retrying", "err", err, "retry_in", wait.Round(time.Millisecond).String(),
-			"lease_left_ms", time.Until(lease.Deadline()).Milliseconds())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		l.log.Warn("renew failed, retrying", "err", err, "retryInMs", wait.Milliseconds(), "leaseLeftMs", left.Milliseconds())
+		if !backoff.Sleep(ctx, wait) {
 			return ctx.Err()
-		case <-t.C:
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
-// extendWork moves the work's deadline to the renewed lease's deadline. If
-// the old deadline already fired, the work is gone and the renew does not
-// count: leadership is given up and the next acquire brings a new token.
-func (l *Leader) extendWork(lease *redislock.Lease) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.work
-	if w == nil {
-		return nil
-	}
-	if context.Cause(w.ctx) != nil {
-		return fmt.Errorf("work already stopped: %w", context.Cause(w.ctx))
-	}
-	w.timer.Reset(time.Until(lease.Deadline()))
-	return nil
-}
-
-// Release gives the lock up. The machine calls it only after StopWork.
+// Release gives the lock up. The machine calls it only after StopWork. A
+// lease still valid is a leadership given up on purpose: BeforeRelease is
+// told first, with why its work ended.
 func (l *Leader) Release(ctx context.Context) error {
 	lease := l.takeLease()
+	l.mu.Lock()
+	cause := l.endCause
+	l.endCause = nil
+	l.mu.Unlock()
 	if lease == nil {
 		return nil
+	}
+	if l.cfg.BeforeRelease != nil && lease.Valid() {
+		l.cfg.BeforeRelease(ctx, lease.Token(), cause)
 	}
 	err := l.cfg.Lock.Release(ctx, lease)
 	if err != nil {
@@ -222,61 +253,83 @@ func (l *Leader) Release(ctx context.Context) error {
 	return err
 }
 
-// StartWork runs the work in the background under a context that is
-// cancelled at the lease deadline or by StopWork.
-func (l *Leader) StartWork() {
-	lease := l.currentLease()
-	if lease == nil {
-		return
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	w := &running{ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	w.timer = time.AfterFunc(time.Until(lease.Deadline()), func() {
-		cancel(ErrLeaseExpired)
-		l.log.Warn("lease deadline passed: work stopped", "token", lease.Token())
-	})
-	l.mu.Lock()
-	l.work = w
-	l.mu.Unlock()
-	go func() {
-		defer close(w.done)
-		if err := l.cfg.Work(ctx, lease); err != nil && ctx.Err() == nil {
-			l.log.Error("work ended with an error", "err", err, "token", lease.Token())
-		}
-	}()
-}
+// failBackoff spaces the attempts after leaderships whose work ended by
+// itself, quickly, one after another, and after consecutive acquire
+// errors, in units of RetryInterval.
+var (
+	failBackoff  = backoff.Policy{Base: 1, Max: 16} // RetryInterval/4 doubling to 4x
+	errorBackoff = backoff.Policy{Base: 4, Max: 16} // RetryInterval doubling to 4x
+)
 
-// StopWork cancels the work and waits for it to return, or for ctx.
-func (l *Leader) StopWork(ctx context.Context) error {
-	l.mu.Lock()
-	w := l.work
-	l.work = nil
-	l.mu.Unlock()
-	if w == nil {
-		return nil
-	}
-	w.timer.Stop()
-	w.cancel(errWorkStopped)
-	select {
-	case <-w.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("work did not stop in time: %w", ctx.Err())
-	}
-}
-
-// RetryDelay is how long a follower waits before the next attempt: the
-// retry interval with jitter, but never past the moment the current
-// holder's lease ends (plus a little jitter so followers do not collide).
+// RetryDelay is how long to wait before the next attempt. After a
+// leadership whose work ended by itself, it backs off (jittered, from a
+// quarter of the retry interval, doubling with each consecutive quick
+// failure up to 4 intervals) and release notices are not heard meanwhile
+// (WantsNotice), so a replica that cannot work does not flap, nor wake on
+// its own release. After acquire errors it backs off the same way from
+// one interval, until an attempt succeeds, so a Redis that refuses every
+// attempt is not hammered. Otherwise it is the retry interval with jitter.
+// Either way it never waits past the moment the current holder's lease
+// ends, when the last attempt found one (plus a little jitter so
+// followers do not collide).
 func (l *Leader) RetryDelay() time.Duration {
 	l.mu.Lock()
-	held := l.heldTTL
-	l.mu.Unlock()
-	d := jitter(l.cfg.RetryInterval, 0.1)
-	if held > 0 && held < d {
-		d = held + time.Duration(rand.Int64N(int64(25*time.Millisecond)))
+	defer l.mu.Unlock()
+	unit := l.cfg.RetryInterval / 4
+	if l.steppedDown {
+		l.steppedDown = false
+		l.deafUntil = time.Now().Add(l.cfg.StepDownHold)
+		return l.cfg.StepDownHold
+	}
+	if l.endedByItself {
+		l.endedByItself = false
+		d := scaled(failBackoff, unit).Delay(l.quickEnds)
+		l.deafUntil = time.Now().Add(d)
+		return d
+	}
+	d := backoff.Jitter(l.cfg.RetryInterval, 0.1)
+	if l.acquireErrs > 0 {
+		d = scaled(errorBackoff, unit).Delay(l.acquireErrs)
+	}
+	if l.heldTTL > 0 && l.heldTTL < d {
+		d = l.heldTTL + time.Duration(rand.Int64N(int64(25*time.Millisecond)))
 	}
 	return d
+}
+
+func scaled(p backoff.Policy, unit time.Duration) backoff.Policy {
+	return backoff.Policy{Base: p.Base * unit, Max: p.Max * unit}
+}
+
+// WantsNotice reports whether a release notice should wake this replica:
+// not during the wait that follows a leadership whose work ended by
+// itself (its own release's notice among them).
+func (l *Leader) WantsNotice() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !time.Now().Before(l.deafUntil)
+}
+
+// aboveHighest makes sure a new lease's token is above every token this
+// replica has held: one that is not means the epoch authority lost its
+// data and counts again (24 -> 1). The epoch is then raised past the
+// highest known token and the lease gets a new token from it, before any
+// work uses one; a warning says so. On failure the lease is released.
+func (l *Leader) aboveHighest(ctx context.Context, lease *redislock.Lease) (*redislock.Lease, error) {
+	l.mu.Lock()
+	highest := l.highest
+	l.mu.Unlock()
+	if lease.Token() > highest {
+		return lease, nil
+	}
+	l.log.Warn("fencing token went backwards: the epoch authority lost its data; raising the epoch past the highest token seen",
+		"token", lease.Token(), "highestSeen", highest)
+	next, err := l.cfg.Lock.Reissue(ctx, lease, highest)
+	if err != nil {
+		_ = l.cfg.Lock.Release(context.WithoutCancel(ctx), lease)
+		return nil, fmt.Errorf("could not raise the epoch past token %d: %w", highest, err)
+	}
+	return next, nil
 }
 
 // Status is a snapshot for /status and metrics.
@@ -298,6 +351,25 @@ func (l *Leader) Status() Status {
 	return Status{Leader: true, Token: lease.Token(), LeaseLeft: time.Until(lease.Deadline())}
 }
 
+// LastError is the latest error this replica met (an acquire or renew that
+// failed, work that ended with an error) and when; "" before any.
+func (l *Leader) LastError() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr, l.lastErrAt
+}
+
+// noteErr remembers err for LastError; l.mu must be held.
+func (l *Leader) noteErr(err error) {
+	l.lastErr, l.lastErrAt = err.Error(), time.Now()
+}
+
+func (l *Leader) noteErrLocked(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.noteErr(err)
+}
+
 // RedisOK reports whether the last lock command got an answer from Redis.
 func (l *Leader) RedisOK() bool { return l.redisOK.Load() }
 
@@ -313,12 +385,4 @@ func (l *Leader) takeLease() *redislock.Lease {
 	lease := l.lease
 	l.lease = nil
 	return lease
-}
-
-// jitter spreads d by ±frac so replicas do not retry in lockstep.
-func jitter(d time.Duration, frac float64) time.Duration {
-	if d <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 - frac + 2*frac*rand.Float64()))
 }

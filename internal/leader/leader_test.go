@@ -165,8 +165,10 @@ func (r *rig) checkStoppedInTime(t *testing.T, ttl time.Duration) {
 	r.rec.mu.Lock()
 	ended, cause := r.rec.ended, r.rec.cause
 	r.rec.mu.Unlock()
-	// Either the deadline timer fired, or renew gave up first because the
-	// deadline was too close for another try and the machine paused work.
+	// Either the deadline timer fired (the work ended by itself, and the
+	// machine gave the leadership up through cleanup), or renew gave up
+	// first because the deadline was too close for another try and the
+	// machine paused work.
 	if !errors.Is(cause, ErrLeaseExpired) && !errors.Is(cause, errWorkStopped) {
 		t.Errorf("work context cause %v, want the lease deadline or a stop", cause)
 	}
@@ -177,7 +179,9 @@ func (r *rig) checkStoppedInTime(t *testing.T, ttl time.Duration) {
 	if st := r.ld.Status(); st.Leader {
 		t.Fatalf("status still says leader after the deadline: %+v", st)
 	}
-	waitUntil(t, 5*time.Second, "pause_work", func() bool { return r.count(machine.PauseWork) > 0 })
+	waitUntil(t, 5*time.Second, "pause_work or cleanup", func() bool {
+		return r.count(machine.PauseWork)+r.count(machine.Cleanup) > 0
+	})
 }
 
 // TestWorkStopsBeforeTheKeyExpiresWhenRedisFreezes drives the real machine
@@ -293,6 +297,9 @@ func (h *heldLock) Acquire(context.Context, string) (*redislock.Lease, error) {
 }
 func (h *heldLock) Renew(context.Context, *redislock.Lease) error   { return redislock.ErrLost }
 func (h *heldLock) Release(context.Context, *redislock.Lease) error { return nil }
+func (h *heldLock) Reissue(context.Context, *redislock.Lease, int64) (*redislock.Lease, error) {
+	return nil, redislock.ErrLost
+}
 
 func receiveToken(t *testing.T, c <-chan int64, within time.Duration) int64 {
 	t.Helper()
@@ -313,5 +320,47 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 			t.Fatalf("waited %s for %s", within, what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWorkContextFollowsTheLease: the work's context is the one owner of
+// the lease deadline. It lives past several lease periods while renewals
+// move the deadline, and ends, with ErrLeaseExpired, once renewals stop and
+// the deadline passes, never before it.
+func TestWorkContextFollowsTheLease(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:work-ctx", TTL: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxs := make(chan context.Context, 1)
+	ld, err := New(Config{Lock: locker, WorkerID: "w", RetryInterval: time.Second,
+		Work: func(ctx context.Context, _ Lease) error { ctxs <- ctx; <-ctx.Done(); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ld.Acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ld.StartWork(func(error) {})
+	t.Cleanup(func() { _ = ld.StopWork(context.Background()) })
+	work := <-ctxs
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); { // several lease periods
+		if err := ld.Renew(t.Context()); err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+		if work.Err() != nil {
+			t.Fatalf("work context ended (%v) although the lease was renewed", context.Cause(work))
+		}
+		time.Sleep(30 * time.Millisecond) // the renew cadence under test, not a synchronisation
+	}
+	deadline := ld.currentLease().Deadline()
+	select {
+	case <-work.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("work context outlived the lease")
+	}
+	if !errors.Is(context.Cause(work), ErrLeaseExpired) || time.Now().Before(deadline) {
+		t.Fatalf("work ended with %v at %v, deadline %v", context.Cause(work), time.Now(), deadline)
 	}
 }

@@ -1,0 +1,110 @@
+package backend
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/config"
+)
+
+// Probe asks every node once, in parallel and within timeout, to answer a
+// PING, which goes through go-redis's whole handshake (TLS, AUTH or HELLO,
+// SELECT). An answer no retry can change, a Permanent error, comes back as
+// a *config.Error naming REDIS_URLS and the node by its number and
+// host:port, never its password. Anything else (connection refused, a
+// timeout) is left to the callers' retries: Redis may not be up yet.
+func (b *Backend) Probe(ctx context.Context, timeout time.Duration) error {
+	errs := make([]error, len(b.Clients))
+	var wg sync.WaitGroup
+	for i, c := range b.Clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			err := c.Ping(ctx).Err()
+			node := b.probes[i]
+			if err != nil && !Permanent(err) && node.tls && speaksPlain(ctx, node.addr) {
+				err = errPlainServer
+			}
+			if err != nil && Permanent(err) {
+				errs[i] = &config.Error{Var: "REDIS_URLS", Msg: fmt.Sprintf("URL %d (%s): %s", i+1, node.addr, explain(err))}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// errPlainServer is a rediss:// URL whose server answered plain RESP.
+var errPlainServer = errors.New("the server does not speak TLS (it answers plain Redis): use redis:// or its TLS port")
+
+// Permanent reports whether err is a refusal that retrying cannot change:
+// wrong or missing credentials, a user without a needed permission, a
+// database index out of range, or a TLS handshake that cannot succeed
+// (not TLS at all, or a certificate that is not trusted or does not fit).
+func Permanent(err error) bool {
+	var (
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	switch {
+	case errors.Is(err, errPlainServer), redis.IsAuthError(err), redis.IsPermissionError(err),
+		redis.HasErrorPrefix(err, "DB index is out of range"), redis.HasErrorPrefix(err, "invalid password"),
+		redis.HasErrorPrefix(err, "Client sent AUTH"), redis.HasErrorPrefix(err, "AUTH "):
+		return true
+	case errors.As(err, &record), errors.As(err, &alert), errors.As(err, &verify),
+		errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
+		return true
+	}
+	return false
+}
+
+// explain is err with a hint at the part of the URL to fix.
+func explain(err error) string {
+	hint := ""
+	switch {
+	case redis.IsAuthError(err), redis.HasErrorPrefix(err, "invalid password"),
+		redis.HasErrorPrefix(err, "Client sent AUTH"), redis.HasErrorPrefix(err, "AUTH "):
+		hint = " (check the user and password in the URL)"
+	case redis.IsPermissionError(err):
+		hint = " (the user lacks a permission; see the README's ACL line)"
+	case redis.HasErrorPrefix(err, "DB index is out of range"):
+		hint = " (check the database number at the end of the URL)"
+	case errors.Is(err, errPlainServer):
+	default:
+		hint = " (TLS; a private CA goes in REDIS_CA_FILE)"
+	}
+	return err.Error() + hint
+}
+
+// speaksPlain reports whether addr answers a plain-text PING: a TLS client
+// hello sent to a plain Redis is often just held, unanswered, until the
+// handshake times out, which alone looks like a network problem.
+func speaksPlain(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	first, err := bufio.NewReader(conn).ReadByte()
+	return err == nil && (first == '+' || first == '-')
+}

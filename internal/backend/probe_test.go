@@ -1,0 +1,61 @@
+package backend
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+// openURLs opens a backend for the URLs, closed at test end.
+func openURLs(t *testing.T, urls ...string) *Backend {
+	t.Helper()
+	return open(t, "REDIS_URLS="+strings.Join(urls, ","))
+}
+
+// TestProbe: refusals that no retry can change are configuration errors
+// naming REDIS_URLS and the node; a node that is down, or fine, is not.
+func TestProbe(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	locked := redistest.Start(t, redistest.Options{})
+	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "pw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	down := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	for _, tc := range []struct {
+		name string
+		urls []string
+		want string // "" for no error
+	}{
+		{"up", []string{s.URL()}, ""},
+		{"down", []string{down}, ""},
+		{"wrong password", []string{"redis://:nope@" + locked.Addr()}, "URL 1 (" + locked.Addr() + "): WRONGPASS"},
+		{"no password", []string{locked.URL()}, "URL 1 (" + locked.Addr() + "): NOAUTH"},
+		{"right password", []string{"redis://:pw@" + locked.Addr()}, ""},
+		{"database out of range", []string{s.URL() + "/42"}, "ERR DB index is out of range"},
+		{"TLS to a plain server", []string{"rediss://" + s.Addr()}, "the server does not speak TLS"},
+		{"TLS to a server that is down", []string{"rediss://" + strings.TrimPrefix(down, "redis://")}, ""},
+		{"third node refuses", []string{s.URL(), down, "redis://:nope@" + locked.Addr()}, "URL 3 ("},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := openURLs(t, tc.urls...).Probe(t.Context(), time.Second)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Probe = %v, want nil", err)
+				}
+				return
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.Var != "REDIS_URLS" || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Probe = %v, want a REDIS_URLS error saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "nope") {
+				t.Fatalf("the password is in %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"strings"
+)
+
+// Redacted returns the URLs with any password replaced, for logs and status.
+func Redacted(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil {
+			out[i] = "(invalid URL)"
+			continue
+		}
+		out[i] = u.Redacted()
+	}
+	return out
+}
+
+// redacted is the value of secret field f as it may be shown: a URL list
+// with its passwords replaced, or "[redacted]" for a set token.
+func redacted(f reflect.StructField, v reflect.Value) any {
+	switch f.Tag.Get("secret") {
+	case "url":
+		return Redacted(v.Interface().([]string))
+	case "":
+		return v.Interface()
+	}
+	if v.IsZero() {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// fields walks the settings in declaration order, by variable name, with
+// every secret redacted.
+func (c Config) fields(yield func(name string, value any)) {
+	rv, rt := reflect.ValueOf(c), reflect.TypeFor[Config]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		if name == "" {
+			continue
+		}
+		yield(name, redacted(f, rv.Field(i)))
+	}
+}
+
+// String lists every setting by variable name, secrets redacted, so %v and
+// %+v of a Config are safe to log.
+func (c Config) String() string {
+	var b strings.Builder
+	b.WriteString("{")
+	sep := ""
+	c.fields(func(name string, v any) {
+		if d, ok := v.(fmt.Stringer); ok {
+			v = d.String()
+		}
+		fmt.Fprintf(&b, "%s%s=%v", sep, name, v)
+		sep = " "
+	})
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString makes %#v as safe as %v.
+func (c Config) GoString() string { return "config.Config" + c.String() }
+
+// LogValue logs every setting by variable name, secrets redacted.
+func (c Config) LogValue() slog.Value {
+	var attrs []slog.Attr
+	c.fields(func(name string, v any) {
+		if d, ok := v.(fmt.Stringer); ok {
+			v = d.String()
+		}
+		attrs = append(attrs, slog.Any(name, v))
+	})
+	return slog.GroupValue(attrs...)
+}
+
+// Getenv looks variables up in "KEY=value" pairs (as os.Environ returns),
+// for callers that hold an environment rather than a process's own.
+func Getenv(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// Secrets are the secret values this configuration holds: the tokens and
+// the passwords in REDIS_URLS (as written and URL-decoded). Scrub removes
+// them from text.
+func (c Config) Secrets() []string {
+	var out []string
+	for _, raw := range c.RedisURLs {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+			if esc := url.QueryEscape(pw); esc != pw {
+				out = append(out, esc)
+			}
+		}
+	}
+	for _, tok := range []string{c.JobsToken, c.AdminToken} {
+		if tok != "" {
+			out = append(out, tok)
+		}
+	}
+	return out
+}
+
+// Scrub replaces every secret of c in s with "[redacted]", for text that
+// leaves the process outside the logs (the fleet registry's lastError).
+func (c Config) Scrub(s string) string {
+	for _, secret := range c.Secrets() {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
+}
+
+// RedisURLsRedacted is REDIS_URLS without passwords, for logs and status.
+func (c Config) RedisURLsRedacted() []string { return Redacted(c.RedisURLs) }

@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/dashboard"
+	"github.com/lockworker/lockworker/internal/history"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/operator"
+	"github.com/lockworker/lockworker/internal/roster"
+)
+
+// What the page shows at most; how often it is refreshed without a change
+// notice (a page open on an idle fleet costs one read per period), and at
+// most, however many notices come.
+const (
+	historyShown     = 20
+	deadLettersShown = 10
+	pageRefresh      = 5 * time.Second
+	pageMinInterval  = 100 * time.Millisecond
+	rateWindow       = time.Minute
+)
+
+// pageSource is the dashboard's Source: the registry, the history, the
+// queue and this replica's machine, read from Redis once per push for all
+// viewers (the dashboard's Run decides when).
+type pageSource struct {
+	d    *Daemon
+	rate *commitRate
+}
+
+var _ dashboard.Source = pageSource{}
+
+func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
+
+// Snapshot reads everything the page shows: the queue (one transaction),
+// the registry (two round trips), the history and the dead letters.
+func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
+	d := p.d
+	q, err := d.be.Queue.Stats(ctx)
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	records, err := d.roster.List(ctx)
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	entries, err := d.history.List(ctx, historyShown)
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	var dead []jobs.DeadLetter
+	if q.DeadLettered > 0 {
+		if dead, err = d.be.Queue.DeadLetters(ctx, deadLettersShown); err != nil {
+			return dashboard.Snapshot{}, err
+		}
+	}
+	recent, _ := d.transitions.read()
+	return dashboard.Snapshot{
+		Self:     dashboard.Self{WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Transitions: recent},
+		Epoch:    q.Epoch,
+		Replicas: replicasOf(records),
+		Queue: dashboard.Queue{
+			Pending: q.Pending, Committed: q.Committed, RatePerSec: p.rate.observe(time.Now(), q.Committed),
+			Paused: q.Paused, DeadLettered: q.DeadLettered, DeadLetters: deadLettersOf(dead),
+		},
+		History: historyOf(entries),
+	}, nil
+}
+
+func replicasOf(records []roster.Record) []dashboard.Replica {
+	out := make([]dashboard.Replica, 0, len(records))
+	for _, r := range records {
+		out = append(out, dashboard.Replica{
+			WorkerID: r.WorkerID, Host: r.Host, PID: r.PID, Version: r.Version, State: r.State,
+			Leader: r.Leader, Token: r.Token, Since: r.Since, JobsDone: r.JobsDone, LastError: r.LastError,
+		})
+	}
+	return out
+}
+
+func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {
+	out := make([]dashboard.DeadLetter, 0, len(dead))
+	for _, dl := range dead {
+		out = append(out, dashboard.DeadLetter{ID: dl.ID, Error: dl.Error, Attempts: dl.Attempts, FailedAt: dl.FailedAt, Token: dl.Token})
+	}
+	return out
+}
+
+func historyOf(entries []history.Entry) []dashboard.Leadership {
+	out := make([]dashboard.Leadership, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, dashboard.Leadership{Token: e.Token, WorkerID: e.WorkerID, Started: e.Started,
+			PreviousEnded: dashboard.EndReason(e.PreviousEnded)})
+	}
+	return out
+}
+
+// commitRate turns the committed counter, as the page reads it, into
+// jobs per second over the last rateWindow.
+type commitRate struct {
+	mu      sync.Mutex
+	samples []rateSample
+}
+
+type rateSample struct {
+	at        time.Time
+	committed int64
+}
+
+func (r *commitRate) observe(at time.Time, committed int64) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.samples = append(r.samples, rateSample{at, committed})
+	for len(r.samples) > 2 && at.Sub(r.samples[1].at) >= rateWindow {
+		r.samples = r.samples[1:]
+	}
+	first := r.samples[0]
+	dt := at.Sub(first.at).Seconds()
+	if dt <= 0 || committed < first.committed {
+		return 0
+	}
+	return float64(committed-first.committed) / dt
+}
+
+// pageActions carries out the page's buttons through package operator,
+// as the CLI does.
+type pageActions struct{ op *operator.Operator }
+
+var _ dashboard.Actions = pageActions{}
+
+func (a pageActions) StepDown(ctx context.Context) error {
+	_, err := a.op.StepDown(ctx)
+	if errors.Is(err, operator.ErrNoLeader) {
+		return fmt.Errorf("%w: %w", dashboard.ErrNoLeader, err)
+	}
+	return err
+}
+
+func (a pageActions) Pause(ctx context.Context) error  { return a.op.Pause(ctx) }
+func (a pageActions) Resume(ctx context.Context) error { return a.op.Resume(ctx) }
+
+func (a pageActions) Requeue(ctx context.Context, id string) (string, error) {
+	newID, err := a.op.Requeue(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return "", fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	}
+	return newID, err
+}
+
+// newDashboard builds the page over this replica; its actions exist only
+// with ADMIN_TOKEN.
+func (d *Daemon) newDashboard() error {
+	var err error
+	d.dash, err = dashboard.New(dashboard.Config{
+		Source:          pageSource{d: d, rate: &commitRate{}},
+		Actions:         pageActions{op: d.operator},
+		AdminToken:      d.cfg.AdminToken,
+		Secrets:         d.cfg.Secrets(),
+		RefreshInterval: pageRefresh,
+		MinInterval:     pageMinInterval,
+		Logger:          d.log,
+	})
+	return err
+}

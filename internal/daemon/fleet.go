@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/dashboard"
+	"github.com/lockworker/lockworker/internal/history"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/leader"
+	"github.com/lockworker/lockworker/internal/machine"
+	"github.com/lockworker/lockworker/internal/roster"
+)
+
+// recentTransitions is how many of its own transitions a replica keeps
+// for the dashboard's chart.
+const recentTransitions = 10
+
+// transitionLog keeps the latest transitions and since when the replica
+// is in its current phase (see phase).
+type transitionLog struct {
+	mu     sync.Mutex
+	recent []dashboard.Transition
+	since  time.Time
+}
+
+// phase collapses the two loops of the chart, so a leader's renewals and
+// a follower's retries do not reset since when it leads or follows.
+func phase(s string) string {
+	switch s {
+	case machine.RenewLock.String():
+		return machine.Working.String()
+	case machine.AcquiringLock.String():
+		return machine.WaitingToAcquireLock.String()
+	}
+	return s
+}
+
+func (l *transitionLog) add(from, to, trigger string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recent = append(l.recent, dashboard.Transition{From: from, To: to, Trigger: trigger, At: at})
+	if len(l.recent) > recentTransitions {
+		l.recent = l.recent[len(l.recent)-recentTransitions:]
+	}
+	if phase(from) != phase(to) || l.since.IsZero() {
+		l.since = at
+	}
+}
+
+func (l *transitionLog) read() ([]dashboard.Transition, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]dashboard.Transition(nil), l.recent...), l.since
+}
+
+// quiet are the triggers of the chart's two loops: a leader renewing, a
+// follower retrying. They change nothing a page shows, so they do not
+// make it read Redis.
+var quiet = map[machine.Trigger]bool{
+	machine.RenewTimer: true, machine.LockRenewed: true, machine.RetryTimer: true, machine.AcquireFailed: true,
+}
+
+// onTransition is the machine's hook: metrics, the log the page shows,
+// the registry record, and the page itself.
+func (d *Daemon) onTransition(from, to machine.State, tr machine.Trigger) {
+	d.metrics.Transition(from.String(), to.String())
+	d.transitions.add(from.String(), to.String(), tr.String(), time.Now())
+	d.reporter.Poke()
+	if !quiet[tr] {
+		d.changed()
+	}
+}
+
+// record is this replica's registry record as it is now; nothing secret
+// goes in (the last error is scrubbed of every configured secret). Its
+// state is the phase (see phase): a record that said renew_lock or
+// acquiring_lock would only flicker, one renewal or retry in a thousand.
+func (d *Daemon) record() roster.Record {
+	s := d.leader.Status()
+	msg, _ := d.leader.LastError()
+	_, since := d.transitions.read()
+	return roster.Record{
+		WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
+		State: phase(d.machine.State().String()), Leader: s.Leader, Token: s.Token, Since: since,
+		JobsDone: d.worker.Committed(), LastError: d.cfg.Scrub(msg),
+	}
+}
+
+// leadershipStarted runs as each leadership's work begins: it is counted,
+// appended to the history (how the previous one ended comes back with
+// it) and, after a release, its handover time observed. A Redis error is
+// logged; the leadership goes on.
+func (d *Daemon) leadershipStarted(ctx context.Context, token int64) {
+	d.metrics.LeaderChange()
+	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+	defer cancel()
+	e, dup, err := d.history.Started(hctx, token, d.cfg.WorkerID)
+	if err != nil {
+		d.log.Warn("could not add this leadership to the history", "token", token, "err", err)
+		return
+	}
+	switch {
+	case dup:
+	case e.PreviousEnded == history.Released, e.PreviousEnded == history.SteppedDown, e.PreviousEnded == history.Fenced:
+		d.metrics.ObserveHandover(e.Handover)
+	}
+	d.log.Info("leadership recorded", "token", token, "previousEnded", string(e.PreviousEnded),
+		"handoverMs", e.Handover.Milliseconds())
+	d.changed()
+}
+
+// beforeRelease records how a valid leadership ends, just before its lock
+// is released: the next leader reads it.
+func (d *Daemon) beforeRelease(ctx context.Context, token int64, cause error) {
+	reason := history.Released
+	switch {
+	case errors.Is(cause, leader.ErrSteppedDown):
+		reason = history.SteppedDown
+	case errors.Is(cause, jobs.ErrStaleToken):
+		reason = history.Fenced
+	}
+	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+	defer cancel()
+	if err := d.history.Ended(hctx, token, d.cfg.WorkerID, reason); err != nil {
+		d.log.Warn("could not record how this leadership ended", "token", token, "reason", string(reason), "err", err)
+	}
+}
+
+// onControl is the control channel's handler (an operator asked for
+// something): it wakes the step-down check, an idle job loop (pause and
+// resume), and the page. It never blocks.
+func (d *Daemon) onControl() {
+	select {
+	case d.control <- struct{}{}:
+	default:
+	}
+	d.worker.Notify()
+	d.changed()
+}
+
+// watchControl reads the step-down request after each control notice,
+// while this replica leads, and steps down when the request names its
+// token. Followers read nothing.
+func (d *Daemon) watchControl(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.control:
+		}
+		s := d.leader.Status()
+		if !s.Leader {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+		token, err := d.operator.Requested(rctx)
+		cancel()
+		if err != nil {
+			d.log.Warn("could not read the step-down request", "err", err)
+			continue
+		}
+		if token == s.Token {
+			d.leader.StepDown(token)
+		}
+	}
+}
+
+// changed tells the dashboard something it shows may have changed. It
+// never blocks; notices coalesce.
+func (d *Daemon) changed() {
+	select {
+	case d.changes <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/metrics"
+)
+
+// statusQueueTimeout bounds the queue read behind /status and /metrics, so
+// a Redis that is down or slow never makes them (and the probes and scrapes
+// built on them) hang.
+const statusQueueTimeout = 250 * time.Millisecond
+
+func (d *Daemon) newServer() error {
+	h, err := httpapi.New(httpapi.Config{
+		Status:      d.status,
+		Ready:       func() bool { return !d.stopping.Load() && (d.leader.RedisOK() || d.waitingForOlder.Load()) },
+		Metrics:     d.metrics.Handler(),
+		Enqueue:     d.enqueue,
+		JobsToken:   d.cfg.JobsToken,
+		MaxJobBytes: jobs.MaxPayload,
+		Dashboard:   d.dash.Handler(),
+		Logger:      d.log,
+	})
+	if err != nil {
+		return err
+	}
+	d.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// status is GET /status: this replica's view, and the fleet-wide queue
+// figures when Redis answers in time.
+func (d *Daemon) status(ctx context.Context) httpapi.Status {
+	s := d.leader.Status()
+	st := httpapi.Status{
+		WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Leader: s.Leader, Token: s.Token,
+		LockKey: d.be.LockKey, LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: d.be.Mode(),
+		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
+	}
+	q, err := d.stats(ctx)
+	if err != nil {
+		st.Queue = &httpapi.Queue{Error: "unavailable"}
+	} else {
+		st.Queue = &httpapi.Queue{Pending: q.Pending, Committed: q.Committed, DeadLettered: q.DeadLettered, Epoch: q.Epoch,
+			Paused: q.Paused, OldestPendingMs: q.OldestAge.Milliseconds()}
+	}
+	return st
+}
+
+func (d *Daemon) metricsSnapshot() metrics.Snapshot {
+	s := d.leader.Status()
+	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
+}
+
+func (d *Daemon) queueFigures(ctx context.Context) (metrics.QueueFigures, error) {
+	s, err := d.stats(ctx)
+	return metrics.QueueFigures{Pending: s.Pending, Committed: s.Committed, DeadLettered: s.DeadLettered, Epoch: s.Epoch,
+		Paused: s.Paused, OldestAge: s.OldestAge}, err
+}
+
+// stats reads the queue's figures within statusQueueTimeout.
+func (d *Daemon) stats(ctx context.Context) (jobs.Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	return d.be.Queue.Stats(ctx)
+}
