@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -26,7 +26,7 @@ func TestHandoverAndFailover(t *testing.T) {
 	b := startWorker(t, "worker-b", env...)
 
 	var first *worker
-	eventually(t, 10*time.Second, "one leader", func() bool {
+	poll.Until(t, 10*time.Second, "one leader", func() bool {
 		l := leaders(a, b)
 		if len(l) == 1 {
 			first = l[0]
@@ -55,7 +55,7 @@ func TestHandoverAndFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the leader exited with %v after SIGTERM; want 0", err)
 	}
-	took := eventually(t, 3*time.Second, "handover after SIGTERM", func() bool { return len(leaders(second)) == 1 })
+	took := poll.Until(t, 3*time.Second, "handover after SIGTERM", func() bool { return len(leaders(second)) == 1 })
 	t.Logf("graceful handover observed after %s", took)
 	secondStatus, _ := second.status()
 	if secondStatus.Token <= firstStatus.Token {
@@ -71,13 +71,13 @@ func TestHandoverAndFailover(t *testing.T) {
 	// Crash: a third replica joins, the leader is killed, the third takes
 	// over once the lease runs out.
 	c := startWorker(t, "worker-c", env...)
-	eventually(t, 5*time.Second, "third replica following", func() bool {
+	poll.Until(t, 5*time.Second, "third replica following", func() bool {
 		s, ok := c.status()
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
 	second.signal(syscall.SIGKILL)
 	limit := 2*time.Second + 500*time.Millisecond // LOCK_TTL + RETRY_INTERVAL
-	took = eventually(t, limit+time.Second, "failover after kill -9", func() bool { return len(leaders(c)) == 1 })
+	took = poll.Until(t, limit+time.Second, "failover after kill -9", func() bool { return len(leaders(c)) == 1 })
 	t.Logf("crash failover observed after %s (LOCK_TTL 2s + RETRY_INTERVAL 500ms = %s)", took, limit)
 	if took > limit {
 		t.Fatalf("failover took %s, more than LOCK_TTL + RETRY_INTERVAL (%s)", took, limit)
@@ -93,14 +93,14 @@ func TestHandoverAndFailover(t *testing.T) {
 func TestStartsBeforeRedis(t *testing.T) {
 	port := redistest.FreePort(t)
 	w := startWorker(t, "early", fastEnv("redis://127.0.0.1:"+strconv.Itoa(port))...)
-	eventually(t, 5*time.Second, "a failed attempt logged", func() bool {
-		return strings.Contains(w.out.String(), "acquire failed")
+	poll.Until(t, 5*time.Second, "a failed attempt logged", func() bool {
+		return strings.Contains(w.out.String(), "trigger=ACQUIRE_FAILED")
 	})
 	if s, ok := w.status(); !ok || s.Leader {
 		t.Fatalf("status while Redis is down: %+v ok=%v", s, ok)
 	}
 	redistest.StartOnPort(t, port, redistest.Options{})
-	eventually(t, 5*time.Second, "leads once Redis is up", func() bool { return len(leaders(w)) == 1 })
+	poll.Until(t, 5*time.Second, "leads once Redis is up", func() bool { return len(leaders(w)) == 1 })
 	select {
 	case <-w.done:
 		t.Fatalf("worker exited: %v", w.err)
@@ -115,11 +115,11 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	a := startWorker(t, "paused", env...)
-	eventually(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
+	poll.Until(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
 	enqueueN(t, env, 200)
-	eventually(t, 5*time.Second, "a works", func() bool { return strings.Contains(a.out.String(), "Doing some heavy work") })
+	poll.Until(t, 5*time.Second, "a works", func() bool { return strings.Contains(a.out.String(), "Doing some heavy work") })
 	b := startWorker(t, "standby", env...)
-	eventually(t, 5*time.Second, "b follows", func() bool {
+	poll.Until(t, 5*time.Second, "b follows", func() bool {
 		s, ok := b.status()
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
@@ -128,7 +128,7 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	if !fleet.WaitStopped(a.cmd.Process.Pid, 5*time.Second) {
 		t.Fatal("a did not stop")
 	}
-	eventually(t, 5*time.Second, "b takes over while a is paused", func() bool { return len(leaders(b)) == 1 })
+	poll.Until(t, 5*time.Second, "b takes over while a is paused", func() bool { return len(leaders(b)) == 1 })
 	time.Sleep(500 * time.Millisecond) // a stays paused well past its 2s lease
 	// Lines a wrote before it stopped may still be on their way through
 	// the pipe, so "after waking" is told by the lines' own timestamps:
@@ -150,7 +150,7 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	noticed := func(line string) bool {
 		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed")
 	}
-	eventually(t, 3*time.Second, "a notices its lease ended", func() bool {
+	poll.Until(t, 3*time.Second, "a notices its lease ended", func() bool {
 		return slices.ContainsFunc(afterWake(), noticed)
 	})
 	for _, line := range afterWake() {
@@ -179,14 +179,14 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	}
 	env := append(fastEnv(r.URL()), "SHUTDOWN_TIMEOUT=20s", "JOB_HANDLER=exec", "JOB_COMMAND="+script)
 	w := startWorker(t, "stubborn", env...)
-	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
+	poll.Until(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)
-	eventually(t, 5*time.Second, "job running", func() bool {
+	poll.Until(t, 5*time.Second, "job running", func() bool {
 		_, err := os.Stat(running)
 		return err == nil
 	})
 	w.signal(syscall.SIGTERM)
-	eventually(t, 2*time.Second, "shutdown begun", func() bool { return strings.Contains(w.out.String(), "signal received") })
+	poll.Until(t, 2*time.Second, "shutdown begun", func() bool { return strings.Contains(w.out.String(), "signal received") })
 	w.signal(syscall.SIGTERM)
 	start := time.Now()
 	err, ok := w.exited(2 * time.Second)
@@ -207,6 +207,11 @@ func TestBadConfigExitsTwo(t *testing.T) {
 		"RENEW_INTERVAL=8s":    "RENEW_INTERVAL",
 		"REDIS_URLS=mongo://x": "REDIS_URLS",
 		"LOCK_TTL=-1s":         "LOCK_TTL",
+		"LOCK_TTL=3ms":         "LOCK_TTL",
+		"WORK_DURATION=0":      "WORK_DURATION",
+		"REDIS_URLS=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://localhost:7001": "REDIS_URLS",
+		"REDIS_MODE=sentinel": "REDIS_SENTINEL_MASTER",
+		"REDIS_MODE=ring":     "REDIS_MODE",
 	}
 	for env, want := range tests {
 		t.Run(env, func(t *testing.T) {
@@ -222,9 +227,8 @@ func TestBadConfigExitsTwo(t *testing.T) {
 			}
 		})
 	}
-	err := run(context.Background(), nil, []string{"PORT=0"}, &strings.Builder{}, &strings.Builder{})
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 2 {
+	err := runCLI(t, nil, []string{"PORT=0"}, &strings.Builder{})
+	if exitCode(err) != 2 {
 		t.Fatalf("run with PORT=0: %v; want exit code 2", err)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,15 +27,22 @@ func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdou
 	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON, payloads included")
 	limit := fs.Int64("n", 20, "show at most n, 0 for all")
-	if help, err := parseFlags(fs, args, "usage: lockworker deadletters [--n N] [--json]", stdout); help || err != nil {
+	const usage = "usage: lockworker deadletters [--n N] [--json]"
+	if help, err := parseFlags(fs, args, usage, stdout); help || err != nil {
 		return err
+	}
+	if *limit < 0 {
+		return usageError("deadletters: --n must be 0 (all) or more, got %d (%s)", *limit, usage)
+	}
+	if fs.NArg() > 0 {
+		return usageError("deadletters: unexpected arguments %q (%s)", fs.Args(), usage)
 	}
 	p, ctx, done, err := oneShot(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer done()
-	dead, err := p.queue.DeadLetters(ctx, *limit)
+	dead, err := p.Queue.DeadLetters(ctx, *limit)
 	if err != nil {
 		return err
 	}
@@ -47,9 +52,7 @@ func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdou
 			out = append(out, deadLetterReport{ID: d.ID, Attempts: d.Attempts, FailedAt: d.FailedAt,
 				Token: d.Token, Error: d.Error, Payload: string(d.Payload)})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(stdout, out)
 	}
 	if len(dead) == 0 {
 		_, err := fmt.Fprintln(stdout, "no dead letters")
@@ -61,29 +64,6 @@ func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdou
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", d.ID, d.Attempts, d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(d.Error, 120))
 	}
 	return tw.Flush()
-}
-
-// runRequeue moves dead letters back to the tail of the queue, each as a
-// new job; it prints "old-id -> new-id" per job.
-func runRequeue(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError("requeue: no job ID (usage: lockworker requeue ID [ID...]; list them with lockworker deadletters)")
-	}
-	p, ctx, done, err := oneShot(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer done()
-	var errs []error
-	for _, id := range args {
-		newID, err := p.queue.Requeue(ctx, id)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fmt.Fprintf(stdout, "%s -> %s\n", id, newID)
-	}
-	return errors.Join(errs...)
 }
 
 // oneLine quotes s when it spans lines and cuts it to max runes.

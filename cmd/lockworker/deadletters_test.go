@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -20,13 +21,13 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
 	w := startWorker(t, "dl", env...)
-	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
+	poll.Until(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)
 
 	var dead []deadLetterReport
-	eventually(t, 10*time.Second, "a dead letter", func() bool {
+	poll.Until(t, 10*time.Second, "a dead letter", func() bool {
 		var out strings.Builder
-		if err := run(t.Context(), []string{"deadletters", "--json"}, env, &out, &out); err != nil {
+		if err := runCLI(t, []string{"deadletters", "--json"}, env, &out); err != nil {
 			t.Fatalf("deadletters: %v\n%s", err, out.String())
 		}
 		if err := json.Unmarshal([]byte(out.String()), &dead); err != nil {
@@ -40,14 +41,14 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 	}
 
 	var out strings.Builder
-	if err := run(t.Context(), []string{"requeue", d.ID}, env, &out, &out); err != nil {
+	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err != nil {
 		t.Fatalf("requeue: %v\n%s", err, out.String())
 	}
 	if !strings.HasPrefix(out.String(), d.ID+" -> ") {
 		t.Fatalf("requeue printed %q", out.String())
 	}
 	out.Reset()
-	if err := run(t.Context(), []string{"requeue", d.ID}, env, &out, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
+	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
 		t.Fatalf("a second requeue of the same ID: %v; want a not-found error", err)
 	}
 }
@@ -64,10 +65,10 @@ func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
 	}
 	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND="+script)
 	w := startWorker(t, "exec-lost", env...)
-	eventually(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
+	poll.Until(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)
 	var pid int
-	eventually(t, 5*time.Second, "the job's command running", func() bool {
+	poll.Until(t, 5*time.Second, "the job's command running", func() bool {
 		b, err := os.ReadFile(pidFile)
 		if err != nil {
 			return false
@@ -81,10 +82,10 @@ func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
 	t.Cleanup(r.Thaw)
 	// LOCK_TTL is 2s: the lease deadline passes, the job context ends, and
 	// the command's process group gets SIGTERM (sleep dies of it).
-	eventually(t, 6*time.Second, "the command stopped", func() bool {
+	poll.Until(t, 6*time.Second, "the command stopped", func() bool {
 		return syscall.Kill(pid, 0) != nil // ESRCH once it is gone and reaped
 	})
-	eventually(t, 3*time.Second, "the replica stopped working", func() bool {
+	poll.Until(t, 3*time.Second, "the replica stopped working", func() bool {
 		s, ok := w.status()
 		return ok && !s.Leader && s.State != "working" && s.State != "renew_lock"
 	})
@@ -96,12 +97,12 @@ func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
 // TestSubcommandHelp: -h prints the subcommand's usage and succeeds; an
 // unknown flag is a usage error (exit 2).
 func TestSubcommandHelp(t *testing.T) {
-	for _, cmd := range []string{"graph", "status", "deadletters", "demo"} {
+	for _, cmd := range []string{"graph", "status", "deadletters", "demo", "enqueue", "requeue", "epoch"} {
 		var out strings.Builder
-		if err := run(t.Context(), []string{cmd, "-h"}, nil, &out, &out); err != nil || !strings.Contains(out.String(), "usage: lockworker "+cmd) {
+		if err := runCLI(t, []string{cmd, "-h"}, nil, &out); err != nil || !strings.Contains(out.String(), "usage: lockworker "+cmd) {
 			t.Errorf("%s -h: %v\n%s", cmd, err, out.String())
 		}
-		err := run(t.Context(), []string{cmd, "--no-such-flag"}, nil, &out, &out)
+		err := runCLI(t, []string{cmd, "--no-such-flag"}, nil, &out)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 {
 			t.Errorf("%s --no-such-flag: %v; want exit code 2", cmd, err)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/tail"
 )
 
 // runDemoBinary runs `lockworker demo args...` (the binary TestMain built)
@@ -25,7 +27,7 @@ func runDemoBinary(t *testing.T, limit time.Duration, interrupt func(cmd *exec.C
 	// A demo killed with -9 cannot remove its Redis's temporary directory:
 	// give it one of the test's, which the test removes.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir()}
-	out := &syncBuffer{}
+	out := &tail.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -167,38 +169,31 @@ func TestDemoKilled(t *testing.T) {
 func TestDemoRejectsBadArguments(t *testing.T) {
 	for _, args := range [][]string{{"--redis", "nope"}, {"extra"}, {"--nope"}} {
 		var out bytes.Buffer
-		err := run(t.Context(), append([]string{"demo"}, args...), nil, &out, &out)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 {
-			t.Errorf("demo %v: %v, want a usage error", args, err)
+		err := runCLI(t, append([]string{"demo"}, args...), nil, &out)
+		if exitCode(err) != 2 {
+			t.Errorf("demo %v: %v, want a usage error (exit 2)", args, err)
 		}
 	}
 }
 
-// TestDemoEmbeddedRedis runs the demo where redis-server cannot be found:
-// it must fall back to the embedded Redis and still tell the whole story,
-// which shows that miniredis runs lockworker's scripts.
-func TestDemoEmbeddedRedis(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+// TestDemoWithoutRedisServer: with no redis-server on PATH the demo stops
+// at once, says how to install it, exits 1 and leaves nothing running.
+func TestDemoWithoutRedisServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "demo")
 	cmd.Env = []string{"PATH=" + t.TempDir()} // no redis-server here
 	out, err := cmd.CombinedOutput()
-	t.Logf("demo output:\n%s", out)
-	if err != nil {
-		t.Fatalf("demo: %v", err)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("demo without redis-server: %v, want exit 1\n%s", err, out)
 	}
-	for _, want := range []string{
-		"redis-server not found in PATH: using the embedded Redis",
-		"▸ Redis: embedded miniredis on 127.0.0.1:",
-		"after the SIGTERM (graceful handover)",
-		"after the kill (failover once the lease ran out)",
-		"finished the queue: 6 of 6 jobs committed",
-		"✓ cleaned up",
-	} {
+	for _, want := range []string{"redis-server not found in PATH", "apt-get install -y redis-server", "make demo"} {
 		if !strings.Contains(string(out), want) {
-			t.Errorf("output lacks %q", want)
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	assertGone(t, demoPIDs(t, string(out)))
+	if strings.Contains(string(out), "replicas:") {
+		t.Errorf("replicas were started without a Redis:\n%s", out)
+	}
 }

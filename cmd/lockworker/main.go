@@ -4,29 +4,36 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lockworker/lockworker/internal/guest"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// A job command's supervisor is this binary, re-executed (internal/guest).
+	if handled, code := guest.MaybeSupervise(os.Args); handled {
+		os.Exit(code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	// SIGHUP (a closed terminal, a supervisor's reload) stops the replica
+	// as SIGTERM does: its default would kill it without releasing the
+	// lock and leave the fleet waiting out the lease.
+	stops := []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	signal.Notify(sigs, stops...)
 	go func() {
-		// After the first signal, restore the default action so a second
-		// one ends the process at once.
-		<-ctx.Done()
-		stop()
+		<-sigs
+		// Default action back before anyone hears of the first signal, so
+		// a second one always ends the process at once.
+		signal.Reset(stops...)
+		cancel()
 	}()
-	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
-	stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockworker:", err)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }

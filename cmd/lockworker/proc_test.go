@@ -2,23 +2,24 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/tail"
 )
 
 // binary is the lockworker built once for the process-level tests.
@@ -31,7 +32,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "lockworker")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	// -tags faults: LOCKWORKER_FAULTS can inject what no real handler does
+	// on demand (internal/daemon/faults.go); unset, it changes nothing.
+	build := exec.Command("go", "build", "-tags", "faults", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build lockworker:", err)
@@ -42,7 +45,10 @@ func TestMain(m *testing.M) {
 	// run() is also called in-process (enqueue, status, ...): it must leave
 	// no goroutine behind.
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		// toxiproxy v2.12 leaves a toxic stub's pipe blocked after a
+		// "timeout" toxic (a black-holed link) is removed with data in
+		// flight; it is the library's goroutine, not ours.
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe")); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -56,26 +62,16 @@ type worker struct {
 	name string
 	port int
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *tail.Buffer
 	done chan struct{}
 	err  error // set before done is closed
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// runCLI calls run as main would, with env as the whole environment and
+// an empty stdin.
+func runCLI(t *testing.T, args, env []string, out io.Writer) error {
+	t.Helper()
+	return run(t.Context(), args, config.Getenv(env), strings.NewReader(""), out, out)
 }
 
 // fastEnv is a configuration that makes every phase short.
@@ -89,7 +85,7 @@ func fastEnv(redisURL string) []string {
 
 func startWorker(t *testing.T, name string, env ...string) *worker {
 	t.Helper()
-	w := &worker{t: t, name: name, port: redistest.FreePort(t), out: &syncBuffer{}, done: make(chan struct{})}
+	w := &worker{t: t, name: name, port: redistest.FreePort(t), out: &tail.Buffer{}, done: make(chan struct{})}
 	w.cmd = exec.Command(binary)
 	w.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "WORKER_ID=" + name, "PORT=" + strconv.Itoa(w.port)}, env...)
 	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
@@ -118,6 +114,7 @@ type status struct {
 	Leader   bool   `json:"leader"`
 	Token    int64  `json:"token"`
 	LockKey  string `json:"lockKey"`
+	Mode     string `json:"mode"`
 }
 
 // status returns the worker's /status, or ok=false if it does not answer.
@@ -152,21 +149,6 @@ func (w *worker) exited(limit time.Duration) (error, bool) {
 	}
 }
 
-// eventually polls cond every 20ms until it holds or limit passes.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		if cond() {
-			return time.Since(start)
-		}
-		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %s", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // leaders returns the workers whose /status says they lead.
 func leaders(ws ...*worker) []*worker {
 	var out []*worker
@@ -193,7 +175,7 @@ func enqueueN(t *testing.T, env []string, n int) {
 	t.Helper()
 	for i := range n {
 		var out strings.Builder
-		if err := run(t.Context(), []string{"enqueue", fmt.Sprintf("job-%04d", i)}, env, &out, &out); err != nil {
+		if err := runCLI(t, []string{"enqueue", fmt.Sprintf("job-%04d", i)}, env, &out); err != nil {
 			t.Fatalf("enqueue: %v\n%s", err, out.String())
 		}
 	}

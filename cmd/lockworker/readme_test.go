@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -30,7 +33,7 @@ func TestReadmeChartIsTheMachine(t *testing.T) {
 		t.Fatal("README has no mermaid block")
 	}
 	var out strings.Builder
-	if err := run(t.Context(), []string{"graph", "--format", "mermaid"}, nil, &out, &out); err != nil {
+	if err := runCLI(t, []string{"graph", "--format", "mermaid"}, nil, &out); err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(m[1]) != strings.TrimSpace(out.String()) {
@@ -63,9 +66,11 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 }
 
 // TestACLUserFromReadme runs the README's least-privilege ACL user through
-// everything lockworker does: two replicas (acquire, renew, subscribe), a
-// job that fails into the dead-letter list, status, deadletters, requeue,
-// and a SIGTERM handover (release, publish). Redis must deny nothing.
+// everything lockworker does: moving an older version's keys, two replicas
+// (acquire, renew, subscribe, the registry, the history), a job that fails
+// into the dead-letter list, status, history, deadletters, requeue, pause,
+// resume, the dashboard's snapshot, a step-down and a SIGTERM (release,
+// publish). Redis must deny nothing.
 func TestACLUserFromReadme(t *testing.T) {
 	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(readme(t))
 	if line == nil {
@@ -83,20 +88,30 @@ func TestACLUserFromReadme(t *testing.T) {
 	if err := admin.Do(t.Context(), args...).Err(); err != nil {
 		t.Fatalf("%s: %v", line[1], err)
 	}
+	// Keys of an older lockworker (before hash tags), so the first start
+	// moves them as this user too: the epoch, a pending job, a dead letter.
+	ctx := t.Context()
+	admin.Set(ctx, "lockworker:leader:epoch", 7, 0)
+	admin.XAdd(ctx, &redis.XAddArgs{Stream: "lockworker:leader:jobs:stream", Values: []any{"id", "OLDJOB", "payload", "old", "enqueued_at", "0"}})
+	admin.ZAdd(ctx, "lockworker:leader:jobs:dead", redis.Z{Score: 1, Member: "OLDDEAD"})
+	admin.HSet(ctx, "lockworker:leader:jobs:dead:OLDDEAD", "id", "OLDDEAD", "payload", "p", "error", "e", "attempts", "1", "failed_at", "1", "token", "7")
 	url := "redis://lockworker:s3cret@" + r.Addr()
 	env := append(fastEnv(url), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
 	a := startWorker(t, "acl-a", env...)
-	eventually(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
+	poll.Until(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
+	if s, _ := a.status(); s.Token <= 7 || !strings.Contains(a.out.String(), "moved the keys of an older lockworker") {
+		t.Fatalf("a leads with token %d without moving the older keys (epoch 7):\n%s", s.Token, a.out.String())
+	}
 	b := startWorker(t, "acl-b", env...)
-	eventually(t, 5*time.Second, "b follows", func() bool {
+	poll.Until(t, 5*time.Second, "b follows", func() bool {
 		s, ok := b.status()
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
 	enqueueN(t, env, 1)
 	var id string
-	eventually(t, 10*time.Second, "a dead letter", func() bool {
+	poll.Until(t, 10*time.Second, "a dead letter", func() bool {
 		var out strings.Builder
-		if err := run(t.Context(), []string{"deadletters"}, env, &out, &out); err != nil {
+		if err := runCLI(t, []string{"deadletters"}, env, &out); err != nil {
 			t.Fatalf("deadletters: %v\n%s", err, out.String())
 		}
 		if m := regexp.MustCompile(`(?m)^([0-9A-Z]{26}) `).FindStringSubmatch(out.String()); m != nil {
@@ -104,17 +119,25 @@ func TestACLUserFromReadme(t *testing.T) {
 		}
 		return id != ""
 	})
-	for _, cmd := range [][]string{{"requeue", id}, {"status"}} {
+	for _, cmd := range [][]string{{"requeue", id}, {"status"}, {"history"}, {"pause"}, {"resume"}} {
 		var out strings.Builder
-		if err := run(t.Context(), cmd, env, &out, &out); err != nil {
+		if err := runCLI(t, cmd, env, &out); err != nil {
 			t.Fatalf("%v: %v\n%s", cmd, err, out.String())
 		}
 	}
+	if snap := get(t, a.url("/api/snapshot")); !strings.Contains(snap, `"replicas"`) {
+		t.Fatalf("the dashboard's snapshot as the ACL user: %s", snap)
+	}
+	var out strings.Builder
+	if err := runCLI(t, []string{"stepdown"}, env, &out); err != nil {
+		t.Fatalf("stepdown: %v\n%s", err, out.String())
+	}
+	poll.Until(t, 5*time.Second, "b leads after the step-down", func() bool { return len(leaders(b)) == 1 })
 	a.signal(syscall.SIGTERM)
 	if err, ok := a.exited(5 * time.Second); !ok || err != nil {
 		t.Fatalf("a after SIGTERM: exited=%v err=%v", ok, err)
 	}
-	eventually(t, 5*time.Second, "b leads", func() bool { return len(leaders(b)) == 1 })
+	poll.Until(t, 5*time.Second, "b leads", func() bool { return len(leaders(b)) == 1 })
 	if !strings.Contains(a.out.String(), "Releasing lock") {
 		t.Fatal("a did not release")
 	}

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -23,9 +29,9 @@ func TestRedlockHandoverByNotice(t *testing.T) {
 		"SHUTDOWN_TIMEOUT=5s", "WORK_DURATION=50ms", "LOG_LEVEL=debug",
 	}
 	a := startWorker(t, "redlock-a", env...)
-	eventually(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
+	poll.Until(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
 	b := startWorker(t, "redlock-b", env...)
-	eventually(t, 5*time.Second, "b follows", func() bool {
+	poll.Until(t, 5*time.Second, "b follows", func() bool {
 		s, ok := b.status()
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
@@ -35,8 +41,115 @@ func TestRedlockHandoverByNotice(t *testing.T) {
 
 	a.signal(syscall.SIGTERM)
 	// A safety net far below the 10s lease: only a notice gets b there.
-	eventually(t, 5*time.Second, "b leads", func() bool { return len(leaders(b)) == 1 })
+	poll.Until(t, 5*time.Second, "b leads", func() bool { return len(leaders(b)) == 1 })
 	if !strings.Contains(b.out.String(), "from=waiting_to_acquire_lock to=acquiring_lock trigger=RELEASE_NOTICE") {
 		t.Fatalf("b was not woken by a release notice:\n%s", b.out.String())
+	}
+}
+
+// TestRedlockAuthorityDownNoStorm: with the epoch authority (the first
+// node) down, every attempt wins the quorum on the other two and fails at
+// the epoch bump. Such a failed attempt must wake nobody (no release
+// notice), and each replica's retries back off, instead of hundreds of
+// attempts per second per replica woken by each other's clean-ups. Once
+// the authority is back, one of them leads. The fleet first leads once
+// with every node up, so the one-time move of older keys (which needs the
+// authority) is behind it, as in a running fleet that loses a node.
+func TestRedlockAuthorityDownNoStorm(t *testing.T) {
+	var nodes []*redistest.Server
+	var urls []string
+	for i := range 3 {
+		s := redistest.Start(t, redistest.Options{AppendOnly: i == 0}) // the authority keeps its epoch
+		nodes, urls = append(nodes, s), append(urls, s.URL())
+	}
+	env := fastEnv(strings.Join(urls, ",")) // RETRY_INTERVAL=500ms
+	var ws []*worker
+	for _, name := range []string{"storm-a", "storm-b", "storm-c"} {
+		ws = append(ws, startWorker(t, name, env...))
+	}
+	first := leaderOf(t, 10*time.Second, ws...)
+	// A follower told "held" got past the move of older keys, which needs
+	// the authority, and can then fail only at the epoch bump.
+	for _, w := range ws {
+		if w != first {
+			poll.Until(t, 10*time.Second, w.name+" finding the lock held", func() bool {
+				return strings.Contains(w.out.String(), "held by another holder")
+			})
+		}
+	}
+	nodes[0].Kill()
+	first.signal(syscall.SIGTERM)
+	if _, ok := first.exited(10 * time.Second); !ok {
+		t.Fatal("the leader did not exit after SIGTERM")
+	}
+	ws = slices.DeleteFunc(ws, func(w *worker) bool { return w == first })
+	released := redislock.ReleasedChannel(redislock.TaggedKey("lockworker:leader"))
+	var subs []<-chan *redis.Message
+	for _, s := range nodes[1:] {
+		ps := s.Client().Subscribe(t.Context(), released)
+		if _, err := ps.Receive(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ps.Close() })
+		subs = append(subs, ps.Channel())
+	}
+	poll.Until(t, 20*time.Second, "5 failed bumps on every replica", func() bool {
+		for _, w := range ws {
+			if strings.Count(w.out.String(), "epoch bump failed") < 5 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, w := range ws {
+		checkErrorBackOff(t, w.name, w.out.String())
+	}
+	// Messages on one node arrive in publish order: a notice published
+	// before the sentinel would come first.
+	for i, s := range nodes[1:] {
+		if err := s.Client().Publish(t.Context(), released, "sentinel").Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case m := <-subs[i]:
+			if m.Payload != "sentinel" {
+				t.Fatalf("node %d: release notice %q from a failed attempt", i+1, m.Payload)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the sentinel never came")
+		}
+	}
+
+	nodes[0].Restart()
+	leaderOf(t, 10*time.Second, ws...)
+}
+
+// checkErrorBackOff reads a replica's log: each wait armed after n
+// consecutive acquire errors (a held lock in between neither counts nor
+// resets) must be at least the back-off's lower bound for n, half of
+// min(2^(n-1), 4) retry intervals (500ms here), and at most 4 intervals.
+func checkErrorBackOff(t *testing.T, name, logs string) {
+	t.Helper()
+	errs, checked := 0, 0
+	for _, line := range strings.Split(logs, "\n") {
+		switch {
+		case strings.Contains(line, "trigger=ACQUIRE_FAILED") && !strings.Contains(line, "held by another holder"):
+			errs++
+		case strings.Contains(line, "trigger=LOCK_ACQUIRED"):
+			errs = 0
+		}
+		m := retryArmed.FindStringSubmatch(line)
+		if m == nil || errs == 0 {
+			continue
+		}
+		ms, _ := strconv.Atoi(m[1])
+		lo := 250 << min(errs-1, 2)
+		if ms < lo || ms > 2000 {
+			t.Errorf("%s: wait after %d consecutive errors %dms, want in [%d, 2000]ms", name, errs, ms, lo)
+		}
+		checked++
+	}
+	if checked < 5 {
+		t.Errorf("%s: only %d waits after errors in the log", name, checked)
 	}
 }

@@ -2,46 +2,43 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/demo"
 )
-
-// exitError carries the process exit code: 2 for bad configuration or
-// usage, as operators and init systems expect.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
-}
 
 const usage = `usage: lockworker [command]
 
 commands:
   (none)       run a replica: compete for the lock, lead, process jobs
-  status       show who holds the lock, its lease, the epoch and the queue
+  status       show who holds the lock, the queue and the live replicas: [--json]
+  history      list leaderships and how each predecessor ended: [--n N] [--json]
+  stepdown     ask the leader to step down; another replica takes over
+  pause        stop the leader from taking new jobs (it keeps the lock)
+  resume       undo pause
   enqueue      add a job: lockworker enqueue PAYLOAD, or the payload on stdin
   deadletters  list dead-lettered jobs with their errors: [--n N] [--json]
   requeue      move dead letters back to the queue: lockworker requeue ID...
+  epoch        print the fencing epoch, or repair it: [--raise-to N]
   graph        print the state chart: --format dot (default) or mermaid
+  version      print the version, Go and module versions (also --version)
   healthcheck  exit 0 when the replica on PORT answers /healthz
   demo         start a Redis and 3 replicas, show handover and failover
 
 Settings come from the environment; see the README or .env.example.`
 
 // run is the whole program; main only adds signals and the exit code.
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+// Commands that need no configuration come first.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := ""
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
@@ -49,13 +46,17 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	switch cmd {
 	case "graph":
 		return runGraph(args, stdout)
+	case "version", "--version":
+		return runVersion(args, stdout)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
+		_, err := fmt.Fprintln(stdout, usage)
+		return err
+	case "demo":
+		return runDemo(ctx, args, getenv, stdout)
 	}
-	cfg, err := config.Load(environ)
+	cfg, err := config.Load(getenv)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("invalid configuration:\n%w", err)}
+		return fmt.Errorf("%w:\n%w", config.ErrInvalid, err)
 	}
 	switch cmd {
 	case "":
@@ -68,12 +69,51 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return runDeadLetters(ctx, cfg, args, stdout)
 	case "requeue":
 		return runRequeue(ctx, cfg, args, stdout)
+	case "history":
+		return runHistory(ctx, cfg, args, stdout)
+	case "stepdown":
+		return runStepDown(ctx, cfg, args, stdout)
+	case "pause":
+		return runPause(ctx, cfg, args, stdout)
+	case "resume":
+		return runResume(ctx, cfg, args, stdout)
+	case "epoch":
+		return runEpoch(ctx, cfg, args, stdout)
 	case "healthcheck":
 		return runHealthcheck(ctx, cfg)
-	case "demo":
-		return runDemo(ctx, args, environ, stdout, stderr)
 	}
 	return usageError("unknown command %q\n%s", cmd, usage)
+}
+
+// exitError carries a process exit code other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a bad command line: exit 2, as for bad configuration.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps run's error to the process's exit status: 0, 2 for bad
+// configuration or usage, 130 for an interrupted demo, else 1.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, config.ErrInvalid):
+		return 2
+	case errors.Is(err, demo.ErrInterrupted):
+		return 130
+	}
+	return 1
 }
 
 // parseFlags parses a subcommand's flags, which print nothing themselves.
@@ -92,7 +132,8 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout io.Writer)
 	return false, nil
 }
 
-// newLogger writes to w with workerId on every line.
+// newLogger writes to w with workerId on every line, and routes go-redis's
+// own log lines through it.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	level, _ := cfg.Level()
 	opts := &slog.HandlerOptions{Level: level}
@@ -100,8 +141,14 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(h).With("workerId", cfg.WorkerID)
+	log := slog.New(h).With("workerId", cfg.WorkerID)
+	redis.SetLogger(backend.RedisLogger(log))
+	return log
 }
 
-// stdin is where enqueue reads a payload; tests replace it.
-var stdin io.Reader = os.Stdin
+// printJSON writes v as indented JSON, for the --json flags.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -2,31 +2,36 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // statusReport is what `lockworker status --json` prints.
 type statusReport struct {
-	LockKey      string `json:"lockKey"`
-	Held         bool   `json:"held"`
-	Holder       string `json:"holder,omitempty"`
-	Token        int64  `json:"token,omitempty"`
-	LeaseLeftMs  int64  `json:"leaseLeftMs"`
-	Epoch        int64  `json:"epoch"`
-	Pending      int64  `json:"pending"`
-	Committed    int64  `json:"committed"`
-	DeadLettered int64  `json:"deadLettered"`
+	LockKey         string          `json:"lockKey"`
+	Mode            string          `json:"mode"`
+	Held            bool            `json:"held"`
+	Holder          string          `json:"holder,omitempty"`
+	Token           int64           `json:"token,omitempty"`
+	LeaseLeftMs     int64           `json:"leaseLeftMs"`
+	Epoch           int64           `json:"epoch"`
+	Pending         int64           `json:"pending"`
+	Committed       int64           `json:"committed"`
+	DeadLettered    int64           `json:"deadLettered"`
+	Paused          bool            `json:"paused"`
+	OldestPendingMs int64           `json:"oldestPendingMs"`
+	Replicas        []roster.Record `json:"replicas"`
 }
 
-// runStatus reads the lock and the queue straight from Redis; it needs no
-// running daemon and shows no lock value.
+// runStatus reads the lock, the queue and the fleet registry straight from
+// Redis; it needs no running daemon and shows no lock value.
 func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -38,36 +43,83 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 		return err
 	}
 	defer done()
-	h, err := p.locker.Holder(ctx)
+	h, err := p.Locker.Holder(ctx)
 	if err != nil {
 		return fmt.Errorf("read the lock: %w", err)
 	}
-	q, err := p.queue.Stats(ctx)
+	q, err := p.Queue.Stats(ctx)
 	if err != nil {
 		return fmt.Errorf("read the queue: %w", err)
 	}
+	replicas, err := p.Roster.List(ctx)
+	if err != nil {
+		return fmt.Errorf("read the fleet registry: %w", err)
+	}
 	r := statusReport{
-		LockKey: cfg.LockKey, Held: h.Held, Holder: h.WorkerID, Token: h.Token,
+		LockKey: p.LockKey, Mode: p.Mode(), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
 		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch),
 		Pending: q.Pending, Committed: q.Committed, DeadLettered: q.DeadLettered,
+		Paused: q.Paused, OldestPendingMs: q.OldestAge.Milliseconds(), Replicas: replicas,
+	}
+	if r.Replicas == nil {
+		r.Replicas = []roster.Record{}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(stdout, r)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	if err := printStatus(stdout, r, p.Topology(), h.TTL, q.OldestAge); err != nil {
+		return err
+	}
+	return printReplicas(stdout, replicas, time.Now())
+}
+
+// printStatus is the text form of the lock and the queue.
+func printStatus(w io.Writer, r statusReport, topology string, leaseLeft, oldest time.Duration) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "lock\t%s\n", r.LockKey)
+	fmt.Fprintf(tw, "mode\t%s\n", topology)
 	if r.Held {
 		fmt.Fprintf(tw, "leader\t%s\n", r.Holder)
 		fmt.Fprintf(tw, "token\t%d\n", r.Token)
-		fmt.Fprintf(tw, "lease left\t%s\n", h.TTL.Round(time.Millisecond))
+		fmt.Fprintf(tw, "lease left\t%s\n", leaseLeft.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(tw, "leader\t(none: the lock is free)\n")
 	}
 	fmt.Fprintf(tw, "epoch\t%d\n", r.Epoch)
+	queue := "running"
+	if r.Paused {
+		queue = "paused (lockworker resume)"
+	}
+	fmt.Fprintf(tw, "queue\t%s\n", queue)
 	fmt.Fprintf(tw, "jobs pending\t%d\n", r.Pending)
+	if r.Pending > 0 {
+		fmt.Fprintf(tw, "oldest waits\t%s\n", oldest.Round(time.Millisecond))
+	}
 	fmt.Fprintf(tw, "jobs committed\t%d\n", r.Committed)
 	fmt.Fprintf(tw, "dead letters\t%d\n", r.DeadLettered)
+	return tw.Flush()
+}
+
+// printReplicas is the table of live replicas under the status.
+func printReplicas(w io.Writer, replicas []roster.Record, now time.Time) error {
+	fmt.Fprintf(w, "\nreplicas (%d live)\n", len(replicas))
+	if len(replicas) == 0 {
+		_, err := fmt.Fprintln(w, "  none has reported (a replica's record lives three refresh periods)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKER\tSTATE\tTOKEN\tSINCE\tHOST\tPID\tVERSION\tJOBS\tLAST ERROR")
+	for _, r := range replicas {
+		token := "-"
+		if r.Leader {
+			token = "#" + strconv.FormatInt(r.Token, 10)
+		}
+		errText := "-"
+		if r.LastError != "" {
+			errText = oneLine(r.LastError, 80)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\t%d\t%s\t%d\t%s\n", r.WorkerID, r.State, token,
+			now.Sub(r.Since).Round(time.Second), r.Host, r.PID, r.Version, r.JobsDone, errText)
+	}
 	return tw.Flush()
 }

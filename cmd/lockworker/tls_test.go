@@ -7,21 +7,25 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
 // TestTLSWithPrivateCA: a rediss:// URL to a TLS-only port of a real
 // redis-server whose certificate a private CA signed. With REDIS_CA_FILE
-// the replica leads; without it the certificate is refused and it does not.
+// the replica leads; without it the certificate is refused, which no retry
+// can change: it exits 2 and says where the CA goes.
 func TestTLSWithPrivateCA(t *testing.T) {
 	dir := t.TempDir()
 	caFile, certFile, keyFile := writeTestPKI(t, dir)
@@ -34,15 +38,19 @@ func TestTLSWithPrivateCA(t *testing.T) {
 	url := "rediss://127.0.0.1:" + strconv.Itoa(tlsPort)
 
 	untrusted := startWorker(t, "tls-untrusted", fastEnv(url)...)
-	eventually(t, 5*time.Second, "a refused certificate logged", func() bool {
-		return strings.Contains(untrusted.out.String(), "certificate signed by unknown authority")
-	})
-	if len(leaders(untrusted)) != 0 {
-		t.Fatal("led without trusting the server's CA")
+	err, ok := untrusted.exited(10 * time.Second)
+	var ee *exec.ExitError
+	if !ok || !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("without the CA: exited=%v err=%v; want exit code 2\n%s", ok, err, untrusted.out)
+	}
+	for _, want := range []string{"REDIS_URLS: URL 1", "certificate signed by unknown authority", "REDIS_CA_FILE"} {
+		if !strings.Contains(untrusted.out.String(), want) {
+			t.Fatalf("the refusal does not say %q:\n%s", want, untrusted.out)
+		}
 	}
 
 	w := startWorker(t, "tls", append(fastEnv(url), "REDIS_CA_FILE="+caFile)...)
-	eventually(t, 5*time.Second, "leads over TLS", func() bool { return len(leaders(w)) == 1 })
+	poll.Until(t, 5*time.Second, "leads over TLS", func() bool { return len(leaders(w)) == 1 })
 }
 
 // writeTestPKI writes a CA and a server certificate for 127.0.0.1 signed by

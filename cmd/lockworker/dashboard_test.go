@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/lockworker/lockworker/internal/browsertest"
+	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redistest"
+)
+
+const (
+	testAdminToken = "admin-token-0123456789abcdef"
+	testJobsToken  = "jobs-token-0123456789abcdef"
+)
+
+func (w *worker) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", w.port, path) }
+
+// post sends an action request with the given Authorization header ("" for
+// none) and returns the status code.
+func (w *worker) post(t *testing.T, path, auth string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url(path), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestDashboardFleet: three real replicas, the page of one of them in a
+// real chromium. It shows the leader and its token; after SIGTERM of the
+// leader the highlighted leader and this replica's chart change on the page
+// within a second, without a reload; without the admin token no action is
+// offered and the HTTP actions answer 401; with it, the step-down button
+// hands over, and a dead letter's requeue button (queue paused from the
+// page) moves it back to the queue. No token shows anywhere.
+func TestDashboardFleet(t *testing.T) {
+	browsertest.Exec(t)
+	r := redistest.Start(t, redistest.Options{})
+	// A job whose payload is "fail" fails (grep finds no other line), into
+	// the dead letters at once; the others succeed.
+	env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken, "JOBS_TOKEN="+testJobsToken, "LOG_LEVEL=info",
+		"JOB_HANDLER=exec", "JOB_COMMAND=grep -qv fail", "JOB_MAX_ATTEMPTS=1")
+	w1 := startWorker(t, "worker-1", env...)
+	poll.Until(t, 10*time.Second, "worker-1 leads", func() bool { return len(leaders(w1)) == 1 })
+	w2, w3 := startWorker(t, "worker-2", env...), startWorker(t, "worker-3", env...)
+	for _, w := range []*worker{w2, w3} {
+		poll.Until(t, 10*time.Second, w.name+" follows", func() bool {
+			s, ok := w.status()
+			return ok && s.State == "waiting_to_acquire_lock"
+		})
+	}
+	enqueueN(t, env, 5)
+	if err := runCLI(t, []string{"enqueue", "fail"}, env, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 20*time.Second, "5 jobs done, 1 dead letter", func() bool {
+		st := queueStatus(t, env)
+		return st.Committed == 5 && st.DeadLettered == 1
+	})
+	s1, _ := w1.status()
+
+	p := browsertest.Open(t, 1280, 900)
+	p.Within(t, 15*time.Second, "first load",
+		chromedp.Navigate(w3.url("/")),
+		browsertest.Visible(`#fleet-body tr.is-leader[data-worker="worker-1"]`),
+		browsertest.Visible(`#chart g.state.current[data-state="waiting_to_acquire_lock"]`),
+		browsertest.Visible(`#dead-body tr[data-job]`),
+		browsertest.Visible(`#admin-open`),
+	)
+	if got := p.Eval(t, `document.getElementById('leader-token').textContent`); got != fmt.Sprintf("#%d", s1.Token) {
+		t.Errorf("leader token shows %q, want #%d", got, s1.Token)
+	}
+	if n := p.Eval(t, `String(document.querySelectorAll('#fleet-body tr').length)`); n != "3" {
+		t.Errorf("%s fleet rows, want 3", n)
+	}
+	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
+		t.Errorf("%s action buttons without the admin token, want none", n)
+	}
+	deadID := p.Eval(t, `document.querySelector('#dead-body tr[data-job]').dataset.job`)
+	for _, path := range []string{"/api/stepdown", "/api/queue/pause", "/api/queue/resume", "/api/deadletters/" + deadID + "/requeue"} {
+		for _, auth := range []string{"", "Bearer not-the-admin-token-at-all", "Bearer " + testJobsToken} {
+			if code := w3.post(t, path, auth); code != http.StatusUnauthorized {
+				t.Errorf("POST %s with Authorization %q: %d, want 401", path, auth, code)
+			}
+		}
+	}
+	if strings.Contains(p.Eval(t, `document.getElementById('recent').textContent`), "RELEASE_NOTICE") {
+		t.Fatal("a release notice already on the page before the SIGTERM: the check below would prove nothing")
+	}
+
+	// SIGTERM of the leader: the page follows within the issue's bound.
+	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
+	sent := time.Now()
+	w1.signal(syscall.SIGTERM)
+	p.Within(t, time.Second, "the handover reaching the page",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const leader = document.querySelector('#fleet-body tr.is-leader');
+			if (!leader || leader.dataset.worker === 'worker-1') return false;
+			const cur = document.querySelector('#chart g.state.current');
+			return (cur && cur.dataset.state === 'working') || document.getElementById('recent').textContent.includes('RELEASE_NOTICE');
+		})()`, chromedp.WithPollingMutation()))
+	t.Logf("the page showed the new leader and this replica's reaction %v after the SIGTERM", time.Since(sent).Round(time.Millisecond))
+	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
+		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	next := leaders(w2, w3)
+	if len(next) != 1 {
+		t.Fatalf("%d leaders after the SIGTERM", len(next))
+	}
+	ns, _ := next[0].status()
+	p.Within(t, 5*time.Second, "the new leader's token",
+		browsertest.Visible(fmt.Sprintf(`#fleet-body tr.is-leader[data-worker=%q]`, ns.WorkerID)),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.getElementById('leader-token').textContent === '#%d'`, ns.Token), chromedp.WithPollingMutation()),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#history li:first-child .reason-released') !== null`, chromedp.WithPollingMutation()),
+	)
+	if err, ok := w1.exited(5 * time.Second); !ok || err != nil {
+		t.Fatalf("worker-1 after SIGTERM: exited=%v err=%v", ok, err)
+	}
+	w4 := startWorker(t, "worker-4", env...) // back to three
+
+	// The admin token unlocks the actions; step down hands over.
+	p.Within(t, 5*time.Second, "entering the admin token",
+		chromedp.Click(chromedp.CSS(`#admin-open`)),
+		chromedp.SendKeys(chromedp.CSS(`#admin-token`), testAdminToken),
+		chromedp.Click(chromedp.CSS(`#admin-form button[type=submit]`)),
+		browsertest.Visible(`button.action[data-action="stepdown"]`),
+		browsertest.Visible(`button.action[data-action="pause"]`),
+		browsertest.Visible(`#dead-body button.action[data-action="requeue"]`),
+	)
+	p.Within(t, 10*time.Second, "stepping down from the page",
+		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
+		browsertest.Visible(`button.action.confirm[data-action="stepdown"]`),
+		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
+			const leader = document.querySelector('#fleet-body tr.is-leader');
+			return leader && leader.dataset.worker !== %q &&
+				document.querySelector('#history li:first-child .reason-stepped_down') !== null;
+		})()`, ns.WorkerID), chromedp.WithPollingMutation()),
+	)
+	if after := leaders(w2, w3, w4); len(after) != 1 || after[0] == next[0] {
+		t.Fatalf("after the step-down the leaders are %v", names(after))
+	}
+
+	// Pause from the page, then requeue the dead letter: it stays pending.
+	p.Within(t, 10*time.Second, "pausing the queue and requeueing the dead letter",
+		chromedp.Click(chromedp.CSS(`button.action[data-action="pause"]`)),
+		browsertest.Visible(`#queue-paused`),
+		browsertest.Visible(`button.action[data-action="resume"]`),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(`#dead-body tr[data-job=%q] button.action`, deadID))),
+		chromedp.WaitNotPresent(chromedp.CSS(fmt.Sprintf(`#dead-body tr[data-job=%q]`, deadID))),
+		chromedp.Poll[chromedp.Void](`document.getElementById('queue-pending').textContent === '1'`, chromedp.WithPollingMutation()),
+	)
+	if st := queueStatus(t, env); !st.Paused || st.Pending != 1 || st.DeadLettered != 0 {
+		t.Fatalf("after pause and requeue: %+v", st)
+	}
+	p.Screenshot(t, "admin")
+	p.Within(t, 10*time.Second, "resuming: the requeued job runs (and fails again)",
+		chromedp.Click(chromedp.CSS(`button.action[data-action="resume"]`)),
+		chromedp.Poll[chromedp.Void](`document.getElementById('queue-paused').hidden &&
+			document.getElementById('queue-pending').textContent === '0' &&
+			document.querySelectorAll('#dead-body tr[data-job]').length === 1`, chromedp.WithPollingMutation()),
+		chromedp.Click(chromedp.CSS(`#admin-lock`)),
+		browsertest.Visible(`#admin-open`),
+		browsertest.Visible(`#fleet-body tr[data-worker="worker-4"]`),
+	)
+	p.Eval(t, `document.getElementById('toasts').replaceChildren(); 'ok'`)
+	p.Screenshot(t, "") // the README's: three replicas, a handover and a step-down in the history
+
+	noSecrets(t, p, w3, env)
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// noSecrets: neither token appears on the page, in its snapshot or event
+// stream, in /status or in the registry's records.
+func noSecrets(t *testing.T, p *browsertest.Page, w *worker, env []string) {
+	t.Helper()
+	places := map[string]string{
+		"the page":      p.Eval(t, `document.documentElement.outerHTML`),
+		"/api/snapshot": get(t, w.url("/api/snapshot")),
+		"/status":       get(t, w.url("/status")),
+		"/events":       firstEvent(t, w.url("/events")),
+	}
+	var out strings.Builder
+	if err := runCLI(t, []string{"status", "--json"}, env, &out); err != nil {
+		t.Fatal(err)
+	}
+	places["the registry (status --json)"] = out.String()
+	for where, text := range places {
+		if text == "" {
+			t.Errorf("%s is empty: nothing checked", where)
+		}
+		for _, secret := range []string{testAdminToken, testJobsToken} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows a token", where)
+			}
+		}
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// firstEvent reads the first snapshot event of an /events stream.
+func firstEvent(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			return data
+		}
+	}
+	t.Fatalf("no event on %s: %v", url, sc.Err())
+	return ""
+}
+
+func names(ws []*worker) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.name)
+	}
+	return out
+}
