@@ -32,41 +32,50 @@ type sample struct {
 	to      string        // the new leader
 }
 
-// cluster is the replicas of one lock key, all started from one binary.
+// cluster is the replicas of one lock key, all started from one binary,
+// on one Redis topology.
 type cluster struct {
-	opts     options
-	fleet    *fleet.Fleet
-	rec      *recorder
-	redisURL string
-	notices  bool
-	live     []*fleet.Process
-	started  int
-	warn     func(format string, args ...any)
+	opts    options
+	fleet   *fleet.Fleet
+	rec     *recorder
+	mode    string // the topology's REDIS_MODE
+	topo    *topology
+	notices bool
+	live    []*fleet.Process
+	started int
+	warn    func(format string, args ...any)
 }
 
 func (c *cluster) prefix() string {
 	if c.notices {
-		return "on"
+		return c.mode + "-on"
 	}
-	return "off"
+	return c.mode + "-off"
+}
+
+func (c *cluster) lockKey() string { return "handoverbench:" + c.prefix() }
+
+// env is replica name's environment.
+func (c *cluster) env(name string) []string {
+	return append([]string{
+		"LOCK_KEY=" + c.lockKey(),
+		"LOCK_TTL=" + c.opts.ttl.String(),
+		"RENEW_INTERVAL=" + c.opts.renew.String(),
+		"RETRY_INTERVAL=" + c.opts.retry.String(),
+		"RELEASE_NOTICES=" + strconv.FormatBool(c.notices),
+		"SHUTDOWN_TIMEOUT=5s",
+		"WORK_DURATION=20ms",
+		"LOG_FORMAT=json",
+		"LOG_LEVEL=info",
+		"WORKER_ID=" + name,
+	}, c.topo.env...)
 }
 
 // start adds a replica.
 func (c *cluster) start() error {
 	c.started++
 	name := c.prefix() + "-" + strconv.Itoa(c.started)
-	env := []string{
-		"REDIS_URLS=" + c.redisURL,
-		"LOCK_KEY=handoverbench:notices-" + c.prefix(),
-		"LOCK_TTL=" + c.opts.ttl.String(),
-		"RENEW_INTERVAL=" + c.opts.renew.String(),
-		"RETRY_INTERVAL=" + c.opts.retry.String(),
-		"RELEASE_NOTICES=" + strconv.FormatBool(c.notices),
-		"SHUTDOWN_TIMEOUT=5s",
-		"LOG_FORMAT=json",
-		"LOG_LEVEL=info",
-		"WORKER_ID=" + name,
-	}
+	env := c.env(name)
 	var out io.Writer = c.rec.writer(name)
 	if c.opts.logs != nil {
 		out = io.MultiWriter(out, c.opts.logs)

@@ -1,6 +1,9 @@
 // Command handoverbench measures lockworker's leader handover with real
-// processes and a real redis-server: graceful (SIGTERM to the leader) and
-// crash failover (kill -9 of the leader), with release notices on and off.
+// processes and real Redis servers: graceful (SIGTERM to the leader) and
+// crash failover (kill -9 of the leader), with release notices on and off
+// on one redis-server, and with notices on a Sentinel group and a Redis
+// Cluster; there it also forces failovers of the Redis master under a busy
+// leader and times the next committed job.
 //
 // A handover is timed from the supervisor's clock right before it sends the
 // signal to the "time" of the new leader's log line for its transition to
@@ -39,21 +42,26 @@ func main() {
 
 // options are the benchmark's settings.
 type options struct {
-	rounds   int           // handovers per scenario
-	replicas int           // replicas kept running
-	ttl      time.Duration // LOCK_TTL
-	renew    time.Duration // RENEW_INTERVAL
-	retry    time.Duration // RETRY_INTERVAL
-	bin      string        // the lockworker binary
-	notices  []bool        // RELEASE_NOTICES settings to run
-	aof      bool          // redis-server with appendfsync always
-	logs     io.Writer     // replica logs as they arrive; nil: none
+	rounds    int           // handovers per scenario
+	replicas  int           // replicas kept running
+	ttl       time.Duration // LOCK_TTL
+	renew     time.Duration // RENEW_INTERVAL
+	retry     time.Duration // RETRY_INTERVAL
+	bin       string        // the lockworker binary
+	notices   []bool        // RELEASE_NOTICES settings to run
+	aof       bool          // redis-server with appendfsync always
+	modes     []string      // Redis topologies to run on
+	failovers int           // forced Redis failovers per topology that has them
+	logs      io.Writer     // replica logs as they arrive; nil: none
 }
 
 // result is every sample of one run of the cluster.
 type result struct {
-	notices bool
-	samples map[kind][]sample
+	mode      string
+	where     string
+	notices   bool
+	samples   map[kind][]sample
+	failovers []failoverSample
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -68,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.bin, "bin", "", "lockworker binary (default: go build ./cmd/lockworker of the parent module)")
 	notices := fs.String("notices", "both", "RELEASE_NOTICES to measure: both, on or off")
 	fs.BoolVar(&o.aof, "aof", false, "run redis-server with appendonly yes, appendfsync always")
+	modes := fs.String("modes", "standalone,sentinel,cluster", "Redis topologies, comma-separated: standalone, sentinel, cluster")
+	fs.IntVar(&o.failovers, "failovers", 5, "forced Redis failovers per Sentinel or Cluster run")
 	verbose := fs.Bool("v", false, "stream the replicas' JSON logs to stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,9 +92,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-notices must be both, on or off, got %q", *notices)
 	}
-	if o.rounds < 1 || o.replicas < 2 || o.ttl <= 0 || o.renew <= 0 || o.retry <= 0 {
-		return errors.New("need -rounds >= 1, -replicas >= 2 and positive durations")
+	if o.rounds < 1 || o.replicas < 2 || o.ttl <= 0 || o.renew <= 0 || o.retry <= 0 || o.failovers < 0 {
+		return errors.New("need -rounds >= 1, -replicas >= 2, -failovers >= 0 and positive durations")
 	}
+	o.modes = strings.Split(*modes, ",")
 	progress := &fleet.LockedWriter{W: stderr}
 	if *verbose {
 		o.logs = progress
@@ -100,44 +111,63 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	start := time.Now()
-	results, redisAddr, err := measure(ctx, o, progress)
+	results, err := measure(ctx, o, progress)
 	if ctx.Err() != nil {
-		return errors.New("interrupted: every replica and the redis-server were killed")
+		return errors.New("interrupted: every replica and Redis server was killed")
 	}
 	if err != nil {
 		return err
 	}
-	reportTo(stdout, o, results, redisAddr, time.Since(start))
+	reportTo(stdout, o, results, time.Since(start))
 	return nil
 }
 
-// measure starts a redis-server and, for each notices setting, a cluster
-// of replicas; it stops the leader -rounds times gracefully, then -rounds
-// times by kill -9. Every process is killed before it returns.
-func measure(ctx context.Context, o options, progress io.Writer) ([]result, string, error) {
-	f := fleet.New(ctx)
-	defer f.Close()
-	r, err := f.StartRedis(ctx, fleet.RedisSpec{Name: "redis", AppendOnly: o.aof})
-	if err != nil {
-		return nil, "", err
-	}
+// measure starts each topology in turn and, for each notices setting (on
+// only, but on one redis-server), a cluster of replicas; it stops the
+// leader -rounds times gracefully, then -rounds times by kill -9, then
+// forces -failovers Redis failovers where the topology has them. Every
+// process is killed before it returns, and each topology's servers before
+// the next one starts.
+func measure(ctx context.Context, o options, progress io.Writer) ([]result, error) {
 	rec := newRecorder()
 	var results []result
-	for _, on := range o.notices {
-		c := &cluster{opts: o, fleet: f, rec: rec, redisURL: r.URL(), notices: on,
+	for _, mode := range o.modes {
+		res, err := measureMode(ctx, o, mode, rec, progress)
+		results = append(results, res...)
+		if err != nil {
+			return results, fmt.Errorf("%s: %w", mode, err)
+		}
+	}
+	return results, nil
+}
+
+func measureMode(ctx context.Context, o options, mode string, rec *recorder, progress io.Writer) ([]result, error) {
+	f := fleet.New(ctx)
+	defer f.Close()
+	notices := o.notices
+	if mode != standalone {
+		notices = []bool{true}
+	}
+	var results []result
+	for _, on := range notices {
+		c := &cluster{opts: o, fleet: f, rec: rec, mode: mode, notices: on,
 			warn: func(format string, args ...any) { fmt.Fprintf(progress, "warning: "+format+"\n", args...) }}
+		var err error
+		if c.topo, err = startTopology(ctx, f, mode, c.lockKey(), o.aof); err != nil {
+			return results, err
+		}
 		res, err := c.measure(ctx, progress)
 		c.stop()
 		if err != nil {
-			return nil, "", err
+			return results, err
 		}
 		results = append(results, res)
 	}
-	return results, r.Addr(), nil
+	return results, nil
 }
 
 func (c *cluster) measure(ctx context.Context, progress io.Writer) (result, error) {
-	res := result{notices: c.notices, samples: map[kind][]sample{}}
+	res := result{mode: c.topo.mode, where: c.topo.where, notices: c.notices, samples: map[kind][]sample{}}
 	for range c.opts.replicas {
 		if err := c.start(); err != nil {
 			return res, err
@@ -154,9 +184,24 @@ func (c *cluster) measure(ctx context.Context, progress io.Writer) (result, erro
 				return res, err
 			}
 			res.samples[k] = append(res.samples[k], s)
-			fmt.Fprintf(progress, "notices %-3s %-8s %2d/%d: %s → %s in %s (woken by %s)\n",
+			fmt.Fprintf(progress, "%-14s %-8s %2d/%d: %s → %s in %s (woken by %s)\n",
 				c.prefix(), k, i+1, c.opts.rounds, s.from, s.to, ms(s.took), s.wokenBy)
 			leader = next
+		}
+	}
+	for i := range c.opts.failovers {
+		if c.topo.failover == nil {
+			break
+		}
+		s, err := c.failoverRound(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.failovers = append(res.failovers, s)
+		fmt.Fprintf(progress, "%-14s failover %2d/%d: master promoted after %s, next job committed after %s\n",
+			c.prefix(), i+1, c.opts.failovers, ms(s.promoted), ms(s.commit))
+		if _, err := c.steady(ctx); err != nil {
+			return res, err
 		}
 	}
 	return res, nil

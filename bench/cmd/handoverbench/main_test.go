@@ -122,9 +122,11 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-// TestSmoke runs two graceful and two crash handovers against a real
-// redis-server and checks that each one moved leadership to another
-// replica. Speed is reported by the command, never asserted here.
+// TestSmoke runs two graceful and two crash handovers on each topology
+// and one forced Redis failover on Sentinel and Cluster, and checks that
+// each handover moved leadership to another replica and each failover
+// was followed by a commit. Speed is reported by the command, never
+// asserted here.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server and lockworker processes")
@@ -137,28 +139,45 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := options{rounds: 2, replicas: 3, ttl: 2 * time.Second, renew: 500 * time.Millisecond,
-		retry: time.Second, bin: bin, notices: []bool{true}}
+		retry: time.Second, bin: bin, notices: []bool{true}, modes: []string{standalone, sentinel, rcluster}, failovers: 1}
 	var progress bytes.Buffer
-	results, addr, err := measure(t.Context(), o, &fleet.LockedWriter{W: &progress})
+	results, err := measure(t.Context(), o, &fleet.LockedWriter{W: &progress})
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 1 {
-		t.Fatalf("%d results, want 1", len(results))
+	if len(results) != 3 {
+		t.Fatalf("%d results, want 3", len(results))
 	}
-	for _, k := range []kind{graceful, crash} {
-		ss := results[0].samples[k]
-		if len(ss) != o.rounds {
-			t.Errorf("%s: %d samples, want %d", k, len(ss), o.rounds)
+	for _, res := range results {
+		for _, k := range []kind{graceful, crash} {
+			ss := res.samples[k]
+			if len(ss) != o.rounds {
+				t.Errorf("%s %s: %d samples, want %d", res.mode, k, len(ss), o.rounds)
+			}
+			for _, s := range ss {
+				if s.to == "" || s.to == s.from || s.wokenBy == "" {
+					t.Errorf("%s %s: %+v is not a handover to another replica", res.mode, k, s)
+				}
+			}
 		}
-		for _, s := range ss {
-			if s.to == "" || s.to == s.from || s.wokenBy == "" {
-				t.Errorf("%s: %+v is not a handover to another replica", k, s)
+		if want := min(o.failovers, boolInt(res.mode != standalone)); len(res.failovers) != want {
+			t.Errorf("%s: %d failovers, want %d", res.mode, len(res.failovers), want)
+		}
+		for _, s := range res.failovers {
+			if s.commit < s.promoted || s.promoted <= 0 {
+				t.Errorf("%s: failover %+v: no commit after the promotion", res.mode, s)
 			}
 		}
 	}
 	var report bytes.Buffer
-	reportTo(&report, o, results, addr, 0)
+	reportTo(&report, o, results, 0)
 	t.Log("\n" + report.String())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

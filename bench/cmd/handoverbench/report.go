@@ -16,41 +16,44 @@ const (
 	crashSlack     = 100 * time.Millisecond // every crash failover within LOCK_TTL + this
 )
 
-func reportTo(w io.Writer, o options, results []result, redisAddr string, elapsed time.Duration) {
+func reportTo(w io.Writer, o options, results []result, elapsed time.Duration) {
 	persistence := "appendonly no"
 	if o.aof {
 		persistence = "appendonly yes, appendfsync always"
 	}
-	fmt.Fprintf(w, "handoverbench: %d lockworker replicas, one redis-server on %s (%s)\n", o.replicas, redisAddr, persistence)
+	fmt.Fprintf(w, "handoverbench: %d lockworker replicas per run, Redis with %s\n", o.replicas, persistence)
+	for _, mode := range o.modes {
+		for _, res := range results {
+			if res.mode == mode {
+				fmt.Fprintf(w, "  %-10s %s\n", mode, res.where)
+				break
+			}
+		}
+	}
 	fmt.Fprintf(w, "settings: LOCK_TTL=%s RENEW_INTERVAL=%s RETRY_INTERVAL=%s, %d handovers per row, no jobs queued\n",
 		o.ttl, o.renew, o.retry, o.rounds)
 	fmt.Fprintln(w, "timed: supervisor's clock right before the signal → \"time\" of the new leader's log line to=working")
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tnotices\tn\tmin\tp50\tp99\tmax\twoken by\ttarget\t")
+	fmt.Fprintln(tw, "scenario\tmode\tnotices\tn\tmin\tp50\tp99\tmax\twoken by\ttarget\t")
 	for _, res := range results {
-		on := "off"
-		if res.notices {
-			on = "on"
-		}
 		g := res.samples[graceful]
-		row(tw, "graceful: SIGTERM → working", on, took(g), wokenBy(g), gracefulVerdict(took(g)))
+		row(tw, "graceful: SIGTERM → working", res.mode, onOff(res.notices), took(g), wokenBy(g), gracefulVerdict(took(g)))
 	}
 	for _, res := range results {
-		on := "off"
-		if res.notices {
-			on = "on"
-		}
 		c := res.samples[crash]
-		row(tw, "crash: kill -9 → working", on, took(c), wokenBy(c), crashVerdict(took(c), o.ttl))
+		row(tw, "crash: kill -9 → working", res.mode, onOff(res.notices), took(c), wokenBy(c), crashVerdict(took(c), o.ttl))
 		var lease, after []time.Duration
 		for _, s := range c {
 			lease = append(lease, s.lease)
 			after = append(after, s.took-s.lease)
 		}
-		row(tw, "  lease left at the kill", on, lease, "", "")
-		row(tw, "  new leader after lease end", on, after, "", "")
+		row(tw, "  lease left at the kill", res.mode, onOff(res.notices), lease, "", "")
+		row(tw, "  new leader after lease end", res.mode, onOff(res.notices), after, "", "")
+	}
+	for _, res := range results {
+		failoverRows(tw, res)
 	}
 	_ = tw.Flush()
 
@@ -61,14 +64,40 @@ func reportTo(w io.Writer, o options, results []result, redisAddr string, elapse
 		ms(o.ttl-o.renew), ms(o.ttl))
 	fmt.Fprintln(w, "failover ≈ lease left + the followers' reaction; \"lease left\" is the killed leader's last")
 	fmt.Fprintln(w, "acquire/renew log line + LOCK_TTL - the kill (a round trip late at most)")
+	fmt.Fprintln(w, "Redis failover: SENTINEL FAILOVER, or CLUSTER FAILOVER on the replica of the lock's slot, while the")
+	fmt.Fprintln(w, "leader works through 20ms jobs; timed from the command to the replica answering ROLE as master, and")
+	fmt.Fprintln(w, "to its committed counter first growing after that (polled every 2ms)")
 	fmt.Fprintln(w, "percentiles are nearest-rank: with fewer than 100 samples p99 is the max")
 	fmt.Fprintf(w, "took %s\n", elapsed.Round(time.Second))
 }
 
-func row(w io.Writer, name, notices string, ds []time.Duration, woken, verdict string) {
+// failoverRows reports res's forced Redis failovers, if any.
+func failoverRows(w io.Writer, res result) {
+	if len(res.failovers) == 0 {
+		return
+	}
+	var promoted, commit, reaction []time.Duration
+	for _, s := range res.failovers {
+		promoted = append(promoted, s.promoted)
+		commit = append(commit, s.commit)
+		reaction = append(reaction, s.commit-s.promoted)
+	}
+	row(w, "Redis failover → replica is master", res.mode, onOff(res.notices), promoted, "", "")
+	row(w, "Redis failover → next job committed", res.mode, onOff(res.notices), commit, "", "")
+	row(w, "  replica is master → next commit", res.mode, onOff(res.notices), reaction, "", "")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func row(w io.Writer, name, mode, notices string, ds []time.Duration, woken, verdict string) {
 	s := summarize(ds)
-	fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-		name, notices, s.n, ms(s.min), ms(s.p50), ms(s.p99), ms(s.max), woken, verdict)
+	fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		name, mode, notices, s.n, ms(s.min), ms(s.p50), ms(s.p99), ms(s.max), woken, verdict)
 }
 
 func took(ss []sample) []time.Duration {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/backend"
+	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/redislock"
+)
+
+// failoverSample is one forced failover of the Redis master while the
+// leader works through jobs, timed from the supervisor's clock right
+// before the failover command.
+type failoverSample struct {
+	promoted time.Duration // → the replica answers ROLE as the master
+	commit   time.Duration // → the first job committed on the new master
+}
+
+// failoverRound keeps the leader busy, forces a failover of the master
+// that holds the lock and the queue, and times it by polling the replica
+// that will be promoted every 2ms: when it says it is the master, and when
+// its committed counter first grows after that.
+func (c *cluster) failoverRound(ctx context.Context) (failoverSample, error) {
+	q, done, err := c.queue()
+	if err != nil {
+		return failoverSample{}, err
+	}
+	defer done()
+	if err := c.topo.settle(ctx); err != nil {
+		return failoverSample{}, err
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return failoverSample{}, err
+	}
+	for range max(300-st.Pending, 0) { // 20ms each: 6s of work, far longer than a failover
+		if _, err := q.Enqueue(ctx, []byte("work")); err != nil {
+			return failoverSample{}, err
+		}
+	}
+	cand, err := c.topo.candidate(ctx)
+	if err != nil {
+		return failoverSample{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	watched := make(chan failoverSample, 1)
+	go func() { watched <- watchPromotion(wctx, cand, c.lockKey(), t0) }()
+	if err := c.topo.failover(ctx); err != nil {
+		return failoverSample{}, err
+	}
+	s := <-watched
+	if s.commit == 0 {
+		return s, fmt.Errorf("no job committed on %s within 30s of the failover", cand)
+	}
+	if err := c.topo.settle(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// watchPromotion polls the node at addr until it is the master and has
+// committed a job as one, or ctx ends (zero durations then).
+func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) failoverSample {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, ReadTimeout: time.Second})
+	defer func() { _ = c.Close() }()
+	key := redislock.TaggedKey(lockKey)
+	q, err := jobs.New(jobs.Config{Client: c, Prefix: redislock.JobsPrefix(key), EpochKey: redislock.EpochKey(key)})
+	if err != nil {
+		return failoverSample{}
+	}
+	var s failoverSample
+	from := int64(-1)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		role, err := c.Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			if st, err := q.Stats(ctx); err == nil {
+				switch {
+				case from < 0:
+					s.promoted, from = time.Since(t0), st.Committed
+				case st.Committed > from:
+					s.commit = time.Since(t0)
+					return s
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return failoverSample{}
+		case <-tick.C:
+		}
+	}
+}
+
+// queue opens the queue as the replicas see it, to keep the leader busy.
+func (c *cluster) queue() (*jobs.Queue, func(), error) {
+	cfg, err := config.Load(config.Getenv(c.env("bench")))
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := backend.Open(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Queue, func() { _ = b.Close() }, nil
+}
