@@ -7,7 +7,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Static, as the Dockerfile builds it.
 BUILD_FLAGS ?= -trimpath -ldflags='-s -w'
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server compose-check clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server chromium promtool compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -23,21 +23,27 @@ demo: redis-server build
 	./$(BIN) demo
 
 ## test: everything, with the race detector, against real redis-server
-## processes; the bench module's own tests too, so the benchmarks cannot rot.
-test: redis-server
+## processes, a real (headless) chromium for the dashboard and promtool for
+## the alert rules; the bench module's own tests too, so the benchmarks
+## cannot rot.
+test: redis-server chromium promtool
 	$(GO) test -race -count=1 ./...
 	cd bench && $(GO) test -race -count=1 ./...
 
 ## bench: lockworker's lock against bsm/redislock and redsync, and the idle
 ## cost of a leader and a follower (about 3 minutes; BENCH_FLAGS=-idle=10s
-## for a quick run); handover and failover latency with real processes,
-## notices on and off (about 2 minutes); jobs per second with a no-op
-## handler beside the raw round trip. The bench is a module of its own
+## for a quick run); handover and failover latency with real processes on
+## one redis-server (notices on and off), a Sentinel group and a Redis
+## Cluster, and forced Redis failovers timed to the next committed job
+## (about 6 minutes); jobs per second with a no-op handler beside the raw
+## round trip; what the fleet registry and an open dashboard add to an
+## idle fleet's Redis load (about 2 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
 	cd bench && $(GO) run ./cmd/peerbench -bin $(abspath $(BIN)) $(BENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
+	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -benchtime=3000x -count=5 ./internal/jobs
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
@@ -72,6 +78,28 @@ redis-server:
 		command -v redis-server >/dev/null 2>&1 || { echo "could not install redis-server"; exit 1; }; \
 	}
 
+## chromium: Debian's headless browser for the dashboard's browser tests,
+## installed when missing (no browser is ever downloaded).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "chromium is missing: installing it (apt-get install -y chromium)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+		command -v chromium >/dev/null 2>&1 || { echo "could not install chromium"; exit 1; }; \
+	}
+
+## promtool: Debian's Prometheus tools, to check deploy/prometheus/alerts.yml
+## and run its unit tests; installed when missing (package prometheus, which
+## on a systemd host also enables a Prometheus service on :9090:
+## `systemctl disable --now prometheus` if you do not want it).
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "promtool is missing: installing it (apt-get install -y prometheus)"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
+		command -v promtool >/dev/null 2>&1 || { echo "could not install promtool"; exit 1; }; \
+	}
+
 ## compose-check: both compose files through Debian's docker-compose
 ## `config` (no Docker engine needed); installed when missing.
 compose-check:
@@ -83,6 +111,17 @@ compose-check:
 	docker-compose -f docker-compose.yml config -q
 	docker-compose -f deploy/docker-compose.redlock.yml config -q
 	@echo "compose files: valid"
+
+## compose-e2e: both compose files, as shipped, in this machine's Docker
+## engine with --scale worker=3 (about 5 minutes): one leader, a docker stop
+## handover, a docker kill failover, jobs in order across both, the
+## containers' hardening and health, a Redlock node stopped; everything
+## torn down, then a summary with the times measured. With no registry the
+## images are built from this machine (deploy/standin-images.sh).
+## E2E_FLAGS=-h lists the settings.
+E2E_FLAGS ?=
+compose-e2e: redis-server
+	$(GO) run ./deploy/e2e $(E2E_FLAGS)
 
 clean:
 	rm -rf bin

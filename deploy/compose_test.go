@@ -204,7 +204,7 @@ func TestWorkerServices(t *testing.T) {
 			for k, v := range w.Environment {
 				env = append(env, k+"="+interpolate(v))
 			}
-			if _, err := config.Load(env); err != nil {
+			if _, err := config.Load(config.Getenv(env)); err != nil {
 				t.Errorf("the worker's environment does not load: %v", err)
 			}
 		})
@@ -276,7 +276,7 @@ func TestEnvExampleMatchesConfig(t *testing.T) {
 	for k, v := range ex {
 		env = append(env, k+"="+v)
 	}
-	if _, err := config.Load(env); err != nil {
+	if _, err := config.Load(config.Getenv(env)); err != nil {
 		t.Errorf(".env.example does not load: %v", err)
 	}
 }
