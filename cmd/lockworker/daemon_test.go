@@ -145,10 +145,12 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 		}
 		return out
 	}
-	// On waking, either the work's deadline timer or the renew timer runs
-	// first; both check the local deadline before anything else.
+	// On waking, the work's deadline timer, the renew timer or the job that
+	// was running runs first; each checks the local deadline before
+	// anything else (the job's commit is refused, not sent).
 	noticed := func(line string) bool {
-		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed")
+		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed") ||
+			strings.Contains(line, "lease no longer valid: not recording the job")
 	}
 	poll.Until(t, 3*time.Second, "a notices its lease ended", func() bool {
 		return slices.ContainsFunc(afterWake(), noticed)
