@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockworker/lockworker/internal/config"
 )
@@ -27,6 +28,11 @@ import (
 // come back as errors, the client reloads the slot map, and our own loops
 // try again. Context timeouts are on so a call's deadline bounds the
 // socket read too.
+//
+// Maintenance notifications (a Redis Cloud/Enterprise feature) are off:
+// in their default auto mode the first handshake that fails writes the
+// mode into a config the cluster client shares between its nodes' clients
+// while other nodes read it (a data race go-redis v9.23 has).
 func dial(cfg config.Config, opts []*redis.Options) ([]redis.UniversalClient, []string) {
 	switch cfg.RedisMode {
 	case config.ModeSentinel:
@@ -68,6 +74,7 @@ func parseURLs(cfg config.Config) ([]*redis.Options, error) {
 		o.ReadTimeout = cfg.RedisNodeTimeout
 		o.WriteTimeout = cfg.RedisNodeTimeout
 		o.ClientName = "lockworker-" + cfg.WorkerID
+		o.MaintNotificationsConfig = noMaintNotifications()
 		if o.TLSConfig != nil {
 			o.TLSConfig.MinVersion = tls.VersionTLS12
 			if pool != nil {
@@ -104,6 +111,10 @@ func failoverOptions(cfg config.Config, opts []*redis.Options) *redis.FailoverOp
 	}
 }
 
+func noMaintNotifications() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+}
+
 // clusterOptions: the URLs are seeds of one cluster and share user,
 // password and TLS (config checks). Reads go to masters only (ReadOnly
 // false): a replica may lag, and the lock must read what it wrote.
@@ -122,6 +133,8 @@ func clusterOptions(opts []*redis.Options) *redis.ClusterOptions {
 		WriteTimeout:          o.WriteTimeout,
 		ContextTimeoutEnabled: true,
 		TLSConfig:             perNodeTLS(o.TLSConfig),
+
+		MaintNotificationsConfig: noMaintNotifications(),
 	}
 }
 
