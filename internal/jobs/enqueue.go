@@ -87,12 +87,21 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 // they succeed or fail together: a wrong key type fails each of them, and
 // a refusal before EXEC (out of memory, an ACL) discards them all.
 //
+// A batch of one is an Enqueue: one round trip instead of two.
+//
 // An error after the transaction was sent (a reply lost with the
 // connection) leaves the caller unable to tell whether the whole batch was
 // added; it is never partly added.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]string, error) {
 	if err := checkBatch(payloads); err != nil {
 		return nil, err
+	}
+	if len(payloads) == 1 { // all or none by itself
+		id, err := q.Enqueue(ctx, payloads[0])
+		if err != nil {
+			return nil, err
+		}
+		return []string{id}, nil
 	}
 	ids := make([]string, len(payloads))
 	now := q.nowMillis()
