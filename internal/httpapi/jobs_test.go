@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -226,6 +225,6 @@ func send(b *testing.B, a *jobsAPI, contentType string, body []byte) {
 	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	if res.StatusCode != http.StatusAccepted {
-		b.Fatal(fmt.Sprintf("POST /jobs: %d", res.StatusCode))
+		b.Fatalf("POST /jobs: %d", res.StatusCode)
 	}
 }
