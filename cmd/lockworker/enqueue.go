@@ -77,7 +77,10 @@ func enqueueLines(ctx context.Context, cfg config.Config, args []string, in io.R
 	defer done()
 	ids, err := p.Queue.EnqueueMany(ctx, payloads)
 	if err != nil {
-		return fmt.Errorf("enqueue: %w; the batch was enqueued whole or not at all", err)
+		if errors.Is(err, jobs.ErrOutcomeUnknown) {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		return fmt.Errorf("enqueue: %w; nothing enqueued", err)
 	}
 	w := bufio.NewWriter(stdout)
 	for _, id := range ids {

@@ -169,10 +169,20 @@ func TestNDJSONRefusals(t *testing.T) {
 	}
 }
 
-// TestNDJSONRedisDown: without Redis the answer is 503 and says the batch
-// was not split.
-func TestNDJSONRedisDown(t *testing.T) {
+// TestNDJSONRedisErrors: a batch Redis refused (here the queue's key holds
+// a string) is 503 and nothing enqueued; without an answer from Redis, 503
+// and the batch is whole or absent.
+func TestNDJSONRedisErrors(t *testing.T) {
 	a := newJobsAPI(t)
+	if err := a.c.Set(t.Context(), "lockworker:jobs:stream", "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ans := a.post(t, ndjson, token, "1\n2\n"); ans.code != 503 || !strings.Contains(ans.Error, "Redis refused; nothing enqueued") {
+		t.Fatalf("POST /jobs to a key of the wrong type = %+v", ans)
+	}
+	if v := a.c.Get(t.Context(), "lockworker:jobs:stream").Val(); v != "not a stream" {
+		t.Fatalf("the key now holds %q", v)
+	}
 	a.rs.Kill()
 	if ans := a.post(t, ndjson, token, "1\n2\n"); ans.code != 503 || !strings.Contains(ans.Error, "whole or not at all") {
 		t.Fatalf("POST /jobs without Redis = %+v", ans)

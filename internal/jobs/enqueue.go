@@ -31,6 +31,18 @@ var (
 	ErrBatchTooLarge = fmt.Errorf("jobs: batch larger than %d bytes (8 MiB)", MaxBatchBytes)
 )
 
+// ErrOutcomeUnknown is part of an EnqueueMany error when Redis did not
+// answer (a broken connection, a timeout): the batch may have been
+// enqueued, whole, or not at all; never in part. Without it, Redis refused
+// the batch and nothing of it was enqueued. Packages that cannot import
+// jobs find it by its method, OutcomeUnknown() bool.
+var ErrOutcomeUnknown error = outcomeUnknown{}
+
+type outcomeUnknown struct{}
+
+func (outcomeUnknown) Error() string        { return "jobs: the batch was enqueued whole or not at all" }
+func (outcomeUnknown) OutcomeUnknown() bool { return true }
+
 // BatchError refuses a batch because of one of its jobs (Index, from 0);
 // nothing of the batch was enqueued. Err is ErrEmptyPayload or
 // ErrPayloadTooLarge.
@@ -89,9 +101,9 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 //
 // A batch of one is an Enqueue: one round trip instead of two.
 //
-// An error after the transaction was sent (a reply lost with the
-// connection) leaves the caller unable to tell whether the whole batch was
-// added; it is never partly added.
+// An error wrapping ErrOutcomeUnknown (no answer: the connection broke,
+// a timeout) leaves the caller unable to tell whether the whole batch was
+// added; it is never partly added. Any other error means none was.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]string, error) {
 	if err := checkBatch(payloads); err != nil {
 		return nil, err
@@ -112,8 +124,12 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]string, e
 		}
 		return nil
 	})
-	if err != nil {
+	var refused redis.Error
+	switch {
+	case errors.As(err, &refused): // a reply: MULTI, a queued command or EXEC refused, so none ran
 		return nil, fmt.Errorf("jobs: enqueue %d jobs: %w", len(payloads), err)
+	case err != nil:
+		return nil, fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", len(payloads), err, ErrOutcomeUnknown)
 	}
 	// After EXEC, not inside it: a notice that cannot be sent (an ACL
 	// without the channel) must not undo the batch, as in Enqueue.

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -142,11 +143,38 @@ func TestEnqueueManyRedisRefusal(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), Username: "producer", Password: "pw", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	q := batchQueue(t, c, Config{})
-	if ids, err := q.EnqueueMany(ctx, batchOf("x", 10)); err == nil || ids != nil {
-		t.Fatalf("EnqueueMany without XADD = %v, %v; want an error", ids, err)
+	if ids, err := q.EnqueueMany(ctx, batchOf("x", 10)); err == nil || ids != nil || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("EnqueueMany without XADD = %v, %v; want a refusal that says nothing was enqueued", ids, err)
 	}
 	if n := e.c.XLen(ctx, q.stream).Val(); n != 0 {
 		t.Fatalf("%d jobs enqueued, want none", n)
+	}
+}
+
+// TestEnqueueManyOutcomeUnknown: a batch whose answer never came (Redis
+// frozen past the client's read timeout) is reported as maybe enqueued,
+// and it was: whole, once Redis ran again.
+func TestEnqueueManyOutcomeUnknown(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	q := batchQueue(t, c, Config{})
+	if err := c.Ping(ctx).Err(); err != nil { // connected before the freeze
+		t.Fatal(err)
+	}
+	e.srv.Freeze()
+	t.Cleanup(e.srv.Thaw)
+	ids, err := q.EnqueueMany(ctx, batchOf("x", 10))
+	e.srv.Thaw()
+	if !errors.Is(err, ErrOutcomeUnknown) || ids != nil {
+		t.Fatalf("EnqueueMany to a frozen Redis = %v, %v; want ErrOutcomeUnknown", ids, err)
+	}
+	poll.Until(t, 10*time.Second, "the batch, sent before the freeze, in the stream", func() bool {
+		return e.c.XLen(ctx, q.stream).Val() > 0
+	})
+	if n := e.c.XLen(ctx, q.stream).Val(); n != 10 {
+		t.Fatalf("%d jobs enqueued, want the whole batch of 10", n)
 	}
 }
 
