@@ -1,9 +1,20 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -36,5 +47,161 @@ func TestEnqueueArguments(t *testing.T) {
 	}
 	if err := runCLI(t, []string{"deadletters", "--n", "-1"}, env, &strings.Builder{}); exitCode(err) != 2 {
 		t.Fatalf("deadletters --n -1: %v; want exit code 2", err)
+	}
+}
+
+// TestEnqueueLines: --lines adds one job per non-empty line of stdin, in
+// order, and prints their IDs in that order; a bad line, a broken limit or
+// a misuse exits 2, names the line and enqueues nothing.
+func TestEnqueueLines(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := fastEnv(r.URL())
+	stream := redislock.JobsPrefix(redislock.TaggedKey("lockworker:leader")) + ":stream"
+	queue := func() (ids, payloads []string) {
+		t.Helper()
+		msgs, err := r.Client().XRange(t.Context(), stream, "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			ids, payloads = append(ids, m.Values["id"].(string)), append(payloads, m.Values["payload"].(string))
+		}
+		return ids, payloads
+	}
+	enqueue := func(stdin string, args ...string) (string, error) {
+		t.Helper()
+		var out strings.Builder
+		err := run(t.Context(), append([]string{"enqueue"}, args...), config.Getenv(env), strings.NewReader(stdin), &out, &out)
+		return out.String(), err
+	}
+
+	out, err := enqueue("first job\n\nsecond job\r\n-3\nlast, no newline", "--lines")
+	if err != nil {
+		t.Fatalf("enqueue --lines: %v\n%s", err, out)
+	}
+	ids, payloads := queue()
+	if printed := strings.Fields(out); !slices.Equal(printed, ids) || len(ids) != 4 || !slices.IsSorted(ids) {
+		t.Fatalf("printed %q, queue holds %q: want the same 4 IDs in order", printed, ids)
+	}
+	if want := []string{"first job", "second job", "-3", "last, no newline"}; !slices.Equal(payloads, want) {
+		t.Fatalf("payloads %q, want %q", payloads, want)
+	}
+
+	long := strings.Repeat("x", jobs.MaxPayload)
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		msg         string
+	}{
+		{"a line too long in the middle", "a\n" + long + "\n" + long + "x\nd\n", nil, "enqueue: line 3: longer than 1 MiB; nothing enqueued"},
+		{"a line too many", strings.Repeat("j\n", jobs.MaxBatch+1), nil, "enqueue: line 1001: more than 1000 lines; nothing enqueued"},
+		{"too much in all", strings.Repeat(long+"\n", 8), nil, "enqueue: more than 8 MiB in all; nothing enqueued"},
+		{"only empty lines", "\n\n", nil, "enqueue: no lines (empty lines are skipped); nothing enqueued"},
+		{"arguments too", "a\n", []string{"b"}, "--lines reads the jobs from stdin and takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := enqueue(tc.stdin, append([]string{"--lines"}, tc.args...)...)
+			if exitCode(err) != 2 || !strings.Contains(err.Error(), tc.msg) || out != "" {
+				t.Fatalf("enqueue --lines: %v (exit %d), printed %q; want exit 2 and %q", err, exitCode(err), out, tc.msg)
+			}
+			if ids, _ := queue(); len(ids) != 4 {
+				t.Fatalf("%d jobs in the queue, want still 4", len(ids))
+			}
+		})
+	}
+	if out, err := enqueue("", "-h"); err != nil || !strings.Contains(out, "--lines") {
+		t.Fatalf("enqueue -h: %v %q", err, out)
+	}
+}
+
+// TestBulkEnqueueProcessed: a replica's POST /jobs with NDJSON and
+// `enqueue --lines` feed the same queue, and the leader runs every job once,
+// in line order, batch after batch; a refused batch leaves no job.
+func TestBulkEnqueueProcessed(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	effects := filepath.Join(t.TempDir(), "effects")
+	script := filepath.Join(t.TempDir(), "effect.sh")
+	body := "#!/bin/sh\necho \"$(cat) $LOCKWORKER_JOB_ID\" >> " + effects + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken, "JOB_HANDLER=exec", "JOB_COMMAND="+script)
+	w := startWorker(t, "bulk", env...)
+	poll.Until(t, 10*time.Second, "the replica leads", func() bool { return len(leaders(w)) == 1 })
+
+	post := func(body string) (int, []string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url("/jobs"), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+testJobsToken)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var ans struct{ IDs []string }
+		_ = json.NewDecoder(res.Body).Decode(&ans)
+		return res.StatusCode, ans.IDs
+	}
+	var want []string // "payload id", in the order the leader must run them
+	batch := func(from, to int) (string, []string) {
+		var b strings.Builder
+		var payloads []string
+		for i := from; i < to; i++ {
+			payloads = append(payloads, fmt.Sprintf(`{"n":%d}`, i))
+			fmt.Fprintln(&b, payloads[len(payloads)-1])
+		}
+		return b.String(), payloads
+	}
+	expect := func(payloads, ids []string) {
+		t.Helper()
+		if len(ids) != len(payloads) {
+			t.Fatalf("%d IDs for %d jobs", len(ids), len(payloads))
+		}
+		for i := range ids {
+			want = append(want, payloads[i]+" "+ids[i])
+		}
+	}
+
+	in, payloads := batch(0, 20)
+	code, ids := post(in)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /jobs: %d", code)
+	}
+	expect(payloads, ids)
+	if code, _ := post("{\"n\":-1}\n{\"n\":\n"); code != http.StatusBadRequest {
+		t.Fatalf("POST /jobs with a broken line: %d, want 400", code)
+	}
+	in, payloads = batch(20, 40)
+	var out strings.Builder
+	if err := run(t.Context(), []string{"enqueue", "--lines"}, config.Getenv(env), strings.NewReader(in), &out, &out); err != nil {
+		t.Fatalf("enqueue --lines: %v\n%s", err, out.String())
+	}
+	expect(payloads, strings.Fields(out.String()))
+	in, payloads = batch(40, 45)
+	code, ids = post(in)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST /jobs: %d", code)
+	}
+	expect(payloads, ids)
+
+	waitCommitted(t, env, int64(len(want)))
+	b, err := os.ReadFile(effects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At-least-once: a job whose leader lost its lease (a loaded machine)
+	// runs again; only its first run has to be in order.
+	var got []string
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSuffix(line, "\n"); !slices.Contains(got, line) {
+			got = append(got, line)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the leader ran\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

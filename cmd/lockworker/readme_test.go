@@ -108,6 +108,9 @@ func TestACLUserFromReadme(t *testing.T) {
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
 	enqueueN(t, env, 1)
+	if err := run(t.Context(), []string{"enqueue", "--lines"}, config.Getenv(env), strings.NewReader("x\ny\n"), &strings.Builder{}, &strings.Builder{}); err != nil {
+		t.Fatalf("enqueue --lines: %v", err) // MULTI, XADD, EXEC
+	}
 	var id string
 	poll.Until(t, 10*time.Second, "a dead letter", func() bool {
 		var out strings.Builder

@@ -25,7 +25,8 @@ commands:
   stepdown     ask the leader to step down; another replica takes over
   pause        stop the leader from taking new jobs (it keeps the lock)
   resume       undo pause
-  enqueue      add a job: lockworker enqueue PAYLOAD, or the payload on stdin
+  enqueue      add a job: lockworker enqueue PAYLOAD, or the payload on stdin;
+               --lines: one job per line of stdin, all or none
   deadletters  list dead-lettered jobs with their errors: [--n N] [--json]
   requeue      move dead letters back to the queue: lockworker requeue ID...
   epoch        print the fencing epoch, or repair it: [--raise-to N]

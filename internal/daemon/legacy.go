@@ -37,6 +37,14 @@ func (d *Daemon) enqueue(ctx context.Context, payload []byte) (string, error) {
 	return d.be.Queue.Enqueue(ctx, payload)
 }
 
+// enqueueMany is POST /jobs with an NDJSON body; it waits like enqueue.
+func (d *Daemon) enqueueMany(ctx context.Context, payloads [][]byte) ([]string, error) {
+	if err := d.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return d.be.Queue.EnqueueMany(ctx, payloads)
+}
+
 func (d *Daemon) migrate(ctx context.Context) error {
 	m, err := d.be.Migrate(ctx)
 	d.waitingForOlder.Store(errors.Is(err, backend.ErrLegacyLeader))

@@ -18,14 +18,17 @@ const statusQueueTimeout = 250 * time.Millisecond
 
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
-		Status:      d.status,
-		Ready:       func() bool { return !d.stopping.Load() && (d.leader.RedisOK() || d.waitingForOlder.Load()) },
-		Metrics:     d.metrics.Handler(),
-		Enqueue:     d.enqueue,
-		JobsToken:   d.cfg.JobsToken,
-		MaxJobBytes: jobs.MaxPayload,
-		Dashboard:   d.dash.Handler(),
-		Logger:      d.log,
+		Status:        d.status,
+		Ready:         func() bool { return !d.stopping.Load() && (d.leader.RedisOK() || d.waitingForOlder.Load()) },
+		Metrics:       d.metrics.Handler(),
+		Enqueue:       d.enqueue,
+		EnqueueMany:   d.enqueueMany,
+		JobsToken:     d.cfg.JobsToken,
+		MaxJobBytes:   jobs.MaxPayload,
+		MaxBatchJobs:  jobs.MaxBatch,
+		MaxBatchBytes: jobs.MaxBatchBytes,
+		Dashboard:     d.dash.Handler(),
+		Logger:        d.log,
 	})
 	if err != nil {
 		return err

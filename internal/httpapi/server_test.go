@@ -22,6 +22,7 @@ func TestEndpoints(t *testing.T) {
 			got = p
 			return "01JOB", nil
 		},
+		EnqueueMany: func(context.Context, [][]byte) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
 	})
 	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -98,6 +99,9 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{Config{}, "Status is required"},
 		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t"}, "Enqueue is nil"},
+		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t",
+			Enqueue: func(context.Context, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
+		{Config{Status: func(context.Context) Status { return Status{} }, MaxBatchJobs: -1}, "MaxBatchJobs"},
 		{Config{Status: func(context.Context) Status { return Status{} }, MaxJobBytes: -1}, "MaxJobBytes"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -63,6 +63,9 @@
 //     that panics fails that attempt (the stack is logged once), so a job
 //     that always panics is dead-lettered with the panic as its error.
 //   - Payloads: Enqueue refuses an empty payload and one above MaxPayload.
+//   - Batches: EnqueueMany adds up to MaxBatch jobs in one MULTI/EXEC, all
+//     or none, contiguous and in order; a batch with any bad payload is
+//     refused whole before anything is written.
 //   - Pause: while P:paused exists, claim hands out no job (checked in the
 //     claim script, after the fence), so the leader keeps its lock and
 //     takes nothing new; the job in flight when Pause came finishes and is
