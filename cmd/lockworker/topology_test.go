@@ -182,10 +182,18 @@ func deadLetterAndRequeue(t *testing.T, env []string) {
 func oneLeader(t *testing.T, ws []*worker) *worker {
 	t.Helper()
 	var l []*worker
+	seen := map[string]string{} // each replica's last answer, for the failure message
 	poll.Until(t, 20*time.Second, "one leader", func() bool {
 		l = leaders(ws...)
 		if len(l) > 1 {
 			t.Fatalf("%d leaders at once: %s and %s", len(l), l[0].name, l[1].name)
+		}
+		if len(l) != 1 {
+			for _, w := range ws {
+				s, ok := w.status()
+				seen[w.name] = fmt.Sprintf("answered %t, state %s, leader %t", ok, s.State, s.Leader)
+			}
+			t.Logf("no single leader yet: %v", seen)
 		}
 		return len(l) == 1
 	})

@@ -103,9 +103,18 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	defer func() { _ = conn.Close() }()
 	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, !fresh)
 	v, err := run.Int64Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") { // not run, and the WAIT sent with it timed out
+	if redis.HasErrorPrefix(err, "NOSCRIPT") { // not run: the replicas that count did not answer
 		l.replicas.invalidate()
-		return nil, fmt.Errorf("%w: fewer than %d acknowledged within %s", errReplicas, want, l.waitTimeout)
+		var why []error
+		if wait != nil {
+			why = append(why, wait.Err())
+		}
+		if role != nil {
+			if _, rerr := onlineReplicas(role); rerr != nil {
+				why = append(why, rerr)
+			}
+		}
+		return nil, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", errReplicas, want, l.waitTimeout)}, why...)...)
 	}
 	if err != nil {
 		if redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") {
@@ -164,9 +173,18 @@ func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Scr
 	send(false)
 	if redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
 		if wait != nil {
-			if acked, err := wait.Int64(); err != nil || int(acked) < want {
+			// A master that lost its scripts was often just promoted, and may
+			// have lost replicas too: wait for those ROLE lists now.
+			need := want
+			if role != nil {
+				if n, err := onlineReplicas(role); err == nil {
+					need = max(n, l.minReplicas)
+				}
+			}
+			if acked, err := wait.Int64(); (err != nil || int(acked) < want) && need >= want {
 				return role, run, wait // the replicas did not answer: a second try would wait as long in vain
 			}
+			want = need
 		}
 		send(true)
 	}

@@ -232,3 +232,39 @@ func TestMinReplicas(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestNewMasterWithoutScriptsOrReplicas: as after a failover whose old
+// master is gone, the authority forgets its scripts and loses its only
+// replica while the locker still counts one. The next attempts learn the
+// new count from ROLE and load the script: an acquire succeeds within a
+// few tries instead of waiting for a replica that will never answer.
+func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	r := redistest.StartReplica(t, s)
+	l := newLocker(t, []*redis.Client{s.Client()}, nil)
+	ctx := t.Context()
+	var a *Lease
+	var err error
+	poll.Until(t, 10*time.Second, "an acquire with a healthy replica", func() bool {
+		a, err = l.Acquire(ctx, "w")
+		return err == nil
+	})
+	if err := l.Release(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	r.Kill()
+	poll.Until(t, 10*time.Second, "the master to see its replica gone", func() bool {
+		n, err := onlineReplicas(admin(t, s).Do(ctx, "ROLE"))
+		return err == nil && n == 0
+	})
+	if err := admin(t, s).ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err = l.Acquire(ctx, "w"); err == nil {
+			return
+		}
+		t.Logf("attempt %d: %v", i+1, err)
+	}
+	t.Fatalf("no acquire in 5 attempts on a master without scripts or replicas: %v", err)
+}
