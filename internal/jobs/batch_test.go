@@ -64,8 +64,17 @@ func TestBatchInOrder(t *testing.T) {
 	if n := q.Committed(); n != 100 {
 		t.Fatalf("Committed() = %d", n)
 	}
-	if n, err := e.c.HLen(t.Context(), q.attempts).Result(); err != nil || n != 0 {
-		t.Fatalf("attempts hash holds %d entries (%v), want none", n, err)
+	noAttemptsLeft(t, e, q)
+}
+
+// noAttemptsLeft: once every job is finished, the attempts hash and the
+// claim mark are gone.
+func noAttemptsLeft(t testing.TB, e *env, q *testQueue) {
+	t.Helper()
+	for _, k := range []string{q.attempts, q.claimed} {
+		if n, err := e.c.Exists(t.Context(), k).Result(); err != nil || n != 0 {
+			t.Fatalf("%s still exists (%v) with no job pending", k, err)
+		}
 	}
 }
 
@@ -164,6 +173,32 @@ func TestLostBatchRedo(t *testing.T) {
 	if steps := scriptCalls(t, e.c) - calls - (len(got) - 4); steps != 11 {
 		t.Errorf("%d steps, want 11", steps)
 	}
+	noAttemptsLeft(t, e, q2)
+}
+
+// With JOB_MAX_ATTEMPTS=1 a lost batch's jobs have had their one
+// delivery: the next leader dead-letters them, one at a time, and leaves
+// no count behind.
+func TestLostBatchOneAttempt(t *testing.T) {
+	e := newEnv(t)
+	lease := newLease(0, time.Minute)
+	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
+		lease.revoked.Store(true)
+		return nil
+	}), func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1 })
+	e.enqueue(t, q, 6)
+	lease.token = becomeLeader(t, e.c)
+	if err := q.Process(t.Context(), lease); !errors.Is(err, ErrLeaseInvalid) {
+		t.Fatal(err)
+	}
+	q2 := e.queue(t, HandlerFunc(noop), func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1 })
+	stop, _ := process(t, q2, newLease(becomeLeader(t, e.c), time.Minute))
+	waitCommitted(t, q2, 2)
+	poll.Until(t, 5*time.Second, "4 dead letters", func() bool { return stats(t, q2).DeadLettered == 4 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	noAttemptsLeft(t, e, q2)
 }
 
 func btoi(b bool) int {
@@ -247,6 +282,7 @@ func TestPoisonIsolatedInBatch(t *testing.T) {
 	if s := stats(t, q); s.Committed != 12 || s.Pending != 0 {
 		t.Fatalf("stats %+v", s)
 	}
+	noAttemptsLeft(t, e, q)
 }
 
 // A job that fails (an error, not a lost leader) ends its batch: the jobs
@@ -289,6 +325,7 @@ func TestFailingJobInBatch(t *testing.T) {
 		string(dl[0].Payload) != "job 3" || dl[0].EnqueuedAt.IsZero() {
 		t.Fatalf("dead letters %+v, %v", dl, err)
 	}
+	noAttemptsLeft(t, e, q)
 }
 
 // Work stopped mid-batch: the jobs finished are committed, the ones not

@@ -122,7 +122,7 @@ func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
 // finished), under a context bounded by the lease deadline, so finished
 // jobs are not redone by the next leader. It claims nothing.
 func (w *Worker) flush(ctx context.Context, lease Lease, b batch, log *slog.Logger) error {
-	if b.empty() && b.started == nil || !lease.Valid() {
+	if b.empty() || !lease.Valid() {
 		return nil
 	}
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), lease.Deadline())

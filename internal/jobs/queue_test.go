@@ -479,6 +479,7 @@ func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 	if err != nil || len(dl) != 1 || dl[0].Attempts != 2 || dl[0].Token != token || !strings.Contains(dl[0].Error, "none finished") {
 		t.Fatalf("dead letters %+v, %v", dl, err)
 	}
+	noAttemptsLeft(t, e, q)
 }
 
 // Once the lease is no longer valid, Process takes no more jobs and does

@@ -56,7 +56,7 @@ type stepped struct {
 // and changes nothing.
 func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (stepped, error) {
 	keys := []string{q.cfg.EpochKey, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
-	args := make([]any, 0, 7+6*len(b.done))
+	args := make([]any, 0, 8+6*len(b.done))
 	args = append(args, token, q.nowMillis(), claim, b.from)
 	switch {
 	case len(b.unstarted) > 0 && b.unstarted[0].single:
@@ -70,7 +70,13 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	default:
 		args = append(args, "", "")
 	}
-	args = append(args, len(b.done))
+	forget := ""
+	for _, o := range b.done {
+		if o.e.single {
+			forget = o.e.job.ID // handed out alone: its count is in the hash
+		}
+	}
+	args = append(args, forget, len(b.done))
 	for _, o := range b.done {
 		payload, enqueued := "", ""
 		if o.cause != "" {

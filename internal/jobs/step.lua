@@ -25,8 +25,10 @@
 --         after the new position as handed out, the rest of the last claim
 --         never started; "single" takes back one delivery of job ID ARGV[6]
 -- ARGV[6] see ARGV[5]
--- ARGV[7] n: how many outcomes follow
--- ARGV[8...] n outcomes of 6 values each: stream ID, job ID, attempts,
+-- ARGV[7] the job ID among the outcomes whose deliveries the attempts hash
+--         counts (it was handed out alone), or ""
+-- ARGV[8] n: how many outcomes follow
+-- ARGV[9...] n outcomes of 6 values each: stream ID, job ID, attempts,
 --            cause ("" to commit, else the error to dead-letter with),
 --            payload and enqueued_at (for a dead letter; else "")
 --
@@ -52,7 +54,7 @@ if rejected then
 end
 
 local token, now, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local n = tonumber(ARGV[7])
+local n = tonumber(ARGV[8])
 local pos = redis.call('GET', KEYS[2]) or '0-0'
 local mark = redis.call('GET', KEYS[9])
 local mfrom, mcount
@@ -63,18 +65,17 @@ end
 local record = 'none'
 
 if n > 0 then
-  local lastsid = ARGV[8 + (n - 1) * 6]
+  local lastsid = ARGV[9 + (n - 1) * 6]
   if pos == lastsid then
     record = 'done'
   elseif pos ~= ARGV[4] then
     record = 'order'
   else
     record = 'ok'
-    local drop, committed, dead, last = {}, 0, 0, nil
+    local committed, dead, last = 0, 0, nil
     for i = 1, n do
-      local a = 8 + (i - 1) * 6
+      local a = 9 + (i - 1) * 6
       local sid, id, attempts, cause = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-      if attempts ~= '1' then drop[#drop + 1] = id end
       if cause == '' then
         committed, last = committed + 1, a
       else
@@ -93,9 +94,9 @@ if n > 0 then
     if ms and tonumber(seq) < 2 ^ 52 then
       redis.call('XTRIM', KEYS[3], 'MINID', ms .. '-' .. string.format('%d', tonumber(seq) + 1))
     else
-      for i = 1, n do redis.call('XDEL', KEYS[3], ARGV[8 + (i - 1) * 6]) end
+      for i = 1, n do redis.call('XDEL', KEYS[3], ARGV[9 + (i - 1) * 6]) end
     end
-    if #drop > 0 then redis.call('HDEL', KEYS[4], unpack(drop)) end
+    if ARGV[7] ~= '' then redis.call('HDEL', KEYS[4], ARGV[7]) end
     if committed > 0 then
       redis.call('HINCRBY', KEYS[6], 'committed', committed)
       redis.call('HSET', KEYS[7], 'id', ARGV[last + 1], 'stream_id', ARGV[last], 'token', token,
