@@ -48,12 +48,14 @@ bench: redis-server build
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
-## table and fails on any safety violation. SEED=n repeats a run's faults.
+## table and fails on any safety violation. SEED=n repeats a run's faults;
+## BATCH=n sets the replicas' JOB_BATCH (0: the daemon's default).
 FAULTS ?= 200
+BATCH  ?= 0
 chaos: redis-server
 	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
 	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/chaos \
-		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS)
+		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
