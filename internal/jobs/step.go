@@ -104,11 +104,13 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := exec()
-	if err != nil && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-		if err = stepScript.Load(ctx, q.cfg.Client).Err(); err == nil {
-			err = exec()
+	// A pipeline has no EVAL fallback: load the script once Redis lacks it
+	// (a new or restarted server), then send the step again.
+	if err := exec(); err != nil && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+		if err := stepScript.Load(ctx, q.cfg.Client).Err(); err != nil {
+			return stepped{}, fmt.Errorf("jobs: step: load the script: %w", err)
 		}
+		_ = exec() // its errors are the commands' own, read below
 	}
 	if err := run.Err(); err != nil {
 		return stepped{}, fmt.Errorf("jobs: step: %w", err)
