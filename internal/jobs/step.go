@@ -95,22 +95,19 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 		expect = b.done[n-1].e.streamID
 	}
 	var run, read *redis.Cmd
-	exec := func() error {
+	exec := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
 		pipe := q.cfg.Client.Pipeline()
-		run = stepScript.EvalSha(ctx, pipe, keys, args...)
+		run = eval(ctx, pipe, keys, args...)
 		if claim > 0 && expect != "" {
 			read = pipe.Do(ctx, "XRANGE", q.stream, "("+expect, "+", "COUNT", claim)
 		}
-		_, err := pipe.Exec(ctx)
-		return err
+		_, _ = pipe.Exec(ctx) // the errors are the commands' own, read below
 	}
-	// A pipeline has no EVAL fallback: load the script once Redis lacks it
-	// (a new or restarted server), then send the step again.
-	if err := exec(); err != nil && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-		if err := stepScript.Load(ctx, q.cfg.Client).Err(); err != nil {
-			return stepped{}, fmt.Errorf("jobs: step: load the script: %w", err)
-		}
-		_ = exec() // its errors are the commands' own, read below
+	// A pipeline has no EVAL fallback: when Redis lacks the script (a new
+	// or restarted server) send the step again with its body, which also
+	// caches it (no SCRIPT LOAD, which the README's ACL user lacks).
+	if exec(stepScript.EvalSha); redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+		exec(stepScript.Eval)
 	}
 	if err := run.Err(); err != nil {
 		return stepped{}, fmt.Errorf("jobs: step: %w", err)
