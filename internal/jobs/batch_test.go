@@ -108,6 +108,20 @@ func TestBatchCommit(t *testing.T) {
 	if st := stats(t, q); st.Committed != 5 || st.Pending != 2 {
 		t.Fatalf("a resent batch commit counted again: %+v", st)
 	}
+	// A step whose reply was lost is sent again: it claims the same jobs,
+	// still as their first delivery (nothing ran them).
+	for range 2 {
+		s = mustStep(t, q, token, b, 5, "done")
+		if len(s.claimed) != 2 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 1 || s.claimed[1].job.Attempt != 1 {
+			t.Fatalf("a resent step claimed %+v, want jobs 5 and 6 as first deliveries", s.claimed)
+		}
+	}
+	// Another leader finds that claim unfinished: it hands the jobs out
+	// one at a time, counting the lost delivery.
+	s = mustStep(t, q, becomeLeader(t, e.c), batch{}, 5, "none")
+	if len(s.claimed) != 1 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 2 {
+		t.Fatalf("the next leader claimed %+v, want job 5 alone as its second delivery", s.claimed)
+	}
 }
 
 // A leader lost mid-batch (here after 4 of a batch of 8) leaves the whole

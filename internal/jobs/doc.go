@@ -17,8 +17,9 @@
 //	P:position      stream ID of the last finished (committed or dead-lettered) entry
 //	P:attempts      hash job ID -> deliveries so far, for a job delivered again
 //	                (fenced; survives leader changes)
-//	P:claimed       the last claim not yet finished: "<position> <count>", the
-//	                first count entries after position were handed out
+//	P:claimed       the last claim not yet finished: "<position> <count> [token]",
+//	                the first count entries after position were handed out
+//	                (token: by that leader, as a batch not yet recorded)
 //	P:counters      hash committed, dead_lettered (totals)
 //	P:last          hash describing the last committed job: id, stream_id, token,
 //	                attempts, committed_at
@@ -47,7 +48,8 @@
 // step whose last outcome is at P:position as done.
 //
 // A claim that finds P:claimed still covering the head of the queue (its
-// leader was lost, or a job failed) hands out one job at a time, counting
+// leader was lost, or a job failed; not this leader's own claim sent
+// again after a lost reply) hands out one job at a time, counting
 // each delivery in P:attempts (the lost claim counts as one), until past
 // it: a job that kills its leaders is dead-lettered alone, not with its
 // batch-mates.

@@ -37,7 +37,12 @@ type batch struct {
 	started   *entry
 }
 
-func (b batch) empty() bool { return len(b.done) == 0 && len(b.unstarted) == 0 }
+// empty: nothing for a step to record or give back. A started job of a
+// batch claim is reported (its claim mark is then another delivery); one
+// handed out alone is counted in the attempts hash already.
+func (b batch) empty() bool {
+	return len(b.done) == 0 && len(b.unstarted) == 0 && (b.started == nil || b.started.single)
+}
 
 // stepped is what a step did: record is "none", "ok", "done" or "order"
 // (see step.lua), position the committed position after it, and claimed
@@ -61,7 +66,7 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	switch {
 	case len(b.unstarted) > 0 && b.unstarted[0].single:
 		args = append(args, "single", b.unstarted[0].job.ID)
-	case len(b.unstarted) > 0:
+	case len(b.unstarted) > 0 || b.started != nil && !b.started.single:
 		kept := 0
 		if b.started != nil {
 			kept = 1

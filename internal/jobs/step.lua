@@ -14,8 +14,10 @@
 -- KEYS[6] counters hash (committed, dead_lettered)
 -- KEYS[7] last-commit hash (id, stream_id, token, attempts, committed_at)
 -- KEYS[8] dead-letter index: sorted set of job IDs scored by failure time
--- KEYS[9] last claim: "<position> <count>", the first count entries after
---         position were handed out and not finished yet
+-- KEYS[9] last claim: "<position> <count> [token]", the first count entries
+--         after position were handed out and not finished yet; the token
+--         of the leader that claimed them as a batch, none once they are
+--         (partly) recorded or given back
 -- KEYS[10...] the dead-letter record hash of each dead-lettered outcome, in order
 -- ARGV[1] fencing token
 -- ARGV[2] now, unix milliseconds
@@ -57,10 +59,10 @@ local token, now, want = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local n = tonumber(ARGV[8])
 local pos = redis.call('GET', KEYS[2]) or '0-0'
 local mark = redis.call('GET', KEYS[9])
-local mfrom, mcount
+local mfrom, mcount, mtoken
 if mark then
-  local f, c = string.match(mark, '^(%S+) (%d+)$')
-  mfrom, mcount = f, tonumber(c)
+  local f, c, t = string.match(mark, '^(%S+) (%d+) ?(%S*)$')
+  mfrom, mcount, mtoken = f, tonumber(c), t
 end
 local record = 'none'
 
@@ -104,7 +106,7 @@ if n > 0 then
     end
     if dead > 0 then redis.call('HINCRBY', KEYS[6], 'dead_lettered', dead) end
     if mfrom == pos then
-      mfrom, mcount = lastsid, math.max(0, mcount - n)
+      mfrom, mcount, mtoken = lastsid, math.max(0, mcount - n), ''
     end
     pos = lastsid
   end
@@ -112,19 +114,21 @@ end
 
 -- Give back what never started, only with the outcomes it came with
 -- applied now (a resent step gave it back already).
-local given = mcount
 if record == 'ok' or record == 'none' then
   if ARGV[5] == 'batch' and mfrom == pos then
-    mcount = tonumber(ARGV[6])
+    mcount, mtoken = tonumber(ARGV[6]), ''
   elseif ARGV[5] == 'single' then
     if redis.call('HINCRBY', KEYS[4], ARGV[6], -1) <= 0 then
       redis.call('HDEL', KEYS[4], ARGV[6])
     end
   end
 end
-local lost = mfrom == pos and mcount > 0
-if lost and (record == 'ok' or mcount ~= given) then
-  redis.call('SET', KEYS[9], mfrom .. ' ' .. mcount)
+-- Lost: handed out and not finished, by another leader, or by this one
+-- and given back as started. This leader's own batch claim is its claim
+-- sent again (its reply was lost): not a delivery yet.
+local lost = mfrom == pos and mcount > 0 and mtoken ~= token
+if lost and mfrom .. ' ' .. mcount .. ' ' .. mtoken ~= mark then
+  redis.call('SET', KEYS[9], mfrom .. ' ' .. mcount .. ' ' .. mtoken)
 end
 
 local claim = 'none'
@@ -155,5 +159,5 @@ if count == 0 then
   if mark then redis.call('DEL', KEYS[9]) end
   return {record, pos, 'empty', 0}
 end
-redis.call('SET', KEYS[9], pos .. ' ' .. count)
+redis.call('SET', KEYS[9], pos .. ' ' .. count .. ' ' .. token)
 return {record, pos, 'batch', count}
