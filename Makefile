@@ -35,8 +35,9 @@ test: redis-server chromium promtool
 ## for a quick run); handover and failover latency with real processes on
 ## one redis-server (notices on and off), a Sentinel group and a Redis
 ## Cluster, and forced Redis failovers timed to the next committed job
-## (about 6 minutes); jobs per second with a no-op handler beside the raw
-## round trip; what the fleet registry and an open dashboard add to an
+## (about 6 minutes); jobs per second with a no-op handler, one job per
+## round trip and with group commit, beside the raw round trip, as one
+## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
@@ -44,15 +45,17 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/peerbench -bin $(abspath $(BIN)) $(BENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
-	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -benchtime=3000x -count=5 ./internal/jobs
+	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
-## table and fails on any safety violation. SEED=n repeats a run's faults.
+## table and fails on any safety violation. SEED=n repeats a run's faults;
+## BATCH=n sets the replicas' JOB_BATCH (0: the daemon's default).
 FAULTS ?= 200
+BATCH  ?= 0
 chaos: redis-server
 	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
 	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/chaos \
-		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS)
+		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

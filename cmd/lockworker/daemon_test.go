@@ -211,6 +211,7 @@ func TestBadConfigExitsTwo(t *testing.T) {
 		"LOCK_TTL=-1s":         "LOCK_TTL",
 		"LOCK_TTL=3ms":         "LOCK_TTL",
 		"WORK_DURATION=0":      "WORK_DURATION",
+		"JOB_BATCH=0":          "JOB_BATCH",
 		"REDIS_URLS=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://localhost:7001": "REDIS_URLS",
 		"REDIS_MODE=sentinel": "REDIS_SENTINEL_MASTER",
 		"REDIS_MODE=ring":     "REDIS_MODE",

@@ -19,6 +19,7 @@ var (
 	long   = flag.Bool("chaos.long", false, "run the long chaos run (make chaos) instead of the short one")
 	seed   = flag.Uint64("chaos.seed", 0, "seed of the fault sequence; 0 picks one from the clock")
 	faults = flag.Int("chaos.faults", 0, "number of faults; default 50 short, 200 long")
+	batch  = flag.Int("chaos.batch", 0, "the replicas' JOB_BATCH; default the daemon's")
 )
 
 // binary and writer are the lockworker and chaoswriter built once for the
@@ -81,6 +82,7 @@ func cluster(t *testing.T) chaos.ClusterConfig {
 // over every fault, and at least one stale write rejected.
 func TestChaos(t *testing.T) {
 	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, Faults: *faults, Logf: t.Logf}
+	cfg.Cluster.Batch = *batch
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}

@@ -45,6 +45,8 @@ type ClusterConfig struct {
 	NodeTimeout time.Duration
 	// Work is how long each job works before its write. Default 20ms.
 	Work time.Duration
+	// Batch is JOB_BATCH. Default: the daemon's (jobs.DefaultBatch).
+	Batch int
 	// LogDir, if set, receives each process's output (<name>.log) on
 	// Close. Replicas log at debug level.
 	LogDir string
@@ -114,6 +116,9 @@ func (c *ClusterConfig) defaults() error {
 	}
 	if c.Work == 0 {
 		c.Work = 20 * time.Millisecond
+	}
+	if c.Batch == 0 {
+		c.Batch = jobs.DefaultBatch
 	}
 	return nil
 }
@@ -201,6 +206,7 @@ func (c *Cluster) startWorker(s *slot) error {
 		// Interrupted deliveries count as attempts; a job must never be
 		// dead-lettered merely because faults kept hitting it.
 		"JOB_MAX_ATTEMPTS=100000",
+		"JOB_BATCH=" + strconv.Itoa(c.cfg.Batch),
 		"LOG_LEVEL=debug",
 		StoreEnv + "=" + c.coord.URL(),
 		WorkEnv + "=" + c.cfg.Work.String(),

@@ -5,7 +5,10 @@
 // # Set-up
 //
 // A Coordinator serves a fencecheck.Store on loopback. Three replicas run
-// with JOB_HANDLER=exec; their JOB_COMMAND is a writer (RunWriter, built
+// with JOB_HANDLER=exec and JOB_BATCH (ClusterConfig.Batch, the daemon's
+// default unless set, so the history is judged by fencecheck.CheckBatch,
+// which allows a new leader to redo its predecessor's lost batch); their
+// JOB_COMMAND is a writer (RunWriter, built
 // as cmd/chaoswriter) that reports a Begin, works for
 // a moment, and posts (worker, token, job ID, sequence number) to the
 // store. Jobs carry their enqueue position as the payload. Three Redis

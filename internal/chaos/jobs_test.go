@@ -27,7 +27,7 @@ func TestThousandJobsAcrossLeaderChanges(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = coord.Close() })
 	cfg := cluster(t)
-	cfg.Nodes, cfg.Work = 1, time.Millisecond
+	cfg.Nodes, cfg.Work, cfg.Batch = 1, time.Millisecond, 16
 	c, err := chaos.StartCluster(ctx, cfg, coord)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestThousandJobsAcrossLeaderChanges(t *testing.T) {
 	c.StopWorkers(context.WithoutCancel(ctx))
 
 	history := coord.Store().History()
-	if v := fencecheck.Check(history, n); len(v) > 0 {
+	if v := fencecheck.CheckBatch(history, n, cfg.Batch); len(v) > 0 {
 		t.Fatalf("%d violation(s), first: %v", len(v), v[0])
 	}
 	seen := map[string]bool{}

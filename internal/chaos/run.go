@@ -47,8 +47,11 @@ type KindStats struct {
 
 // Summary is the outcome of a run.
 type Summary struct {
-	Seed          uint64
-	Faults        int
+	Seed   uint64
+	Faults int
+	// Batch is the replicas' JOB_BATCH, which CheckBatch allows a new
+	// leader to redo.
+	Batch         int
 	ByKind        map[Kind]*KindStats
 	Jobs          int
 	LeaderChanges int
@@ -83,6 +86,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	defer c.Close()
+	sum.Batch = c.cfg.Batch
 	in := &injector{c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), ttl: c.cfg.TTL}
 	enq := startEnqueuer(ctx, c, cfg.Backlog)
 	defer enq.stop()
@@ -188,7 +192,7 @@ func (s *Summary) record(k Kind, onLeader bool, back time.Duration) {
 // summarize checks the history and counts leader changes and the worst gap
 // between accepted writes during the fault phase.
 func (s *Summary) summarize(h []fencecheck.Record, phase, phaseEnd time.Time) {
-	s.Violations = fencecheck.Check(h, s.Jobs)
+	s.Violations = fencecheck.CheckBatch(h, s.Jobs, s.Batch)
 	var prev *fencecheck.Record
 	for i := range h {
 		r := &h[i]
@@ -307,6 +311,7 @@ func (s Summary) Table() string {
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "seed\t%d\n", s.Seed)
 	fmt.Fprintf(w, "faults\t%d\n", s.Faults)
+	fmt.Fprintf(w, "JOB_BATCH\t%d\n", s.Batch)
 	fmt.Fprintf(w, "leader changes\t%d\n", s.LeaderChanges)
 	fmt.Fprintf(w, "jobs\t%d\n", s.Jobs)
 	fmt.Fprintf(w, "writes accepted\t%d\n", s.Accepted)

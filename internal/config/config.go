@@ -90,6 +90,11 @@ type Config struct {
 	JobStopGrace time.Duration `env:"JOB_STOP_GRACE" envDefault:"5s"`
 	// JobMaxAttempts is how often a failing job runs before dead-lettering.
 	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"5"`
+	// JobBatch is how many jobs the leader claims, runs and commits per
+	// round trip to Redis when the queue is deep (group commit); 1 is one
+	// job per round trip. A leader lost mid-batch leaves its whole batch
+	// to run again.
+	JobBatch int `env:"JOB_BATCH" envDefault:"64"`
 	// WorkDuration is how long the log handler's simulated work takes.
 	WorkDuration time.Duration `env:"WORK_DURATION" envDefault:"1s"`
 }
@@ -97,6 +102,10 @@ type Config struct {
 // MinAdminTokenLen is the shortest ADMIN_TOKEN: the token is compared in
 // constant time, but a short one can still be guessed.
 const MinAdminTokenLen = 16
+
+// MaxJobBatch is the largest JOB_BATCH (jobs.MaxWorkerBatch): one round trip
+// carries every claimed payload.
+const MaxJobBatch = 1000
 
 // MinLockTTL is the shortest LOCK_TTL: the lock's own minimum
 // (redislock.MinTTL), checked here so the message names the variable.
@@ -252,6 +261,9 @@ func (c Config) checkJobs(p *problems) {
 	}
 	if c.JobStopGrace <= 0 {
 		p.add("JOB_STOP_GRACE", "must be a positive duration such as 5s or 500ms, got %s", c.JobStopGrace)
+	}
+	if c.JobBatch < 1 || c.JobBatch > MaxJobBatch {
+		p.add("JOB_BATCH", "must be between 1 and %d, got %d", MaxJobBatch, c.JobBatch)
 	}
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)

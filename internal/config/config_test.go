@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/jobs"
 )
 
 func TestLoadDefaults(t *testing.T) {
@@ -20,6 +22,9 @@ func TestLoadDefaults(t *testing.T) {
 		c.RedisNodeTimeout != time.Second || len(c.RedisURLs) != 1 || c.RedisURLs[0] != "redis://127.0.0.1:6379" ||
 		c.LogFormat != "text" || c.JobHandler != "log" || c.JobMaxAttempts != 5 || !c.ReleaseNotices {
 		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if c.JobBatch != jobs.DefaultBatch || MaxJobBatch != jobs.MaxWorkerBatch {
+		t.Fatalf("JOB_BATCH default %d, max %d; want the jobs package's %d, %d", c.JobBatch, MaxJobBatch, jobs.DefaultBatch, jobs.MaxWorkerBatch)
 	}
 	if len(c.WorkerID) != 26 {
 		t.Fatalf("default WORKER_ID %q is not a ULID", c.WorkerID)
@@ -54,6 +59,10 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_HANDLER=exec"}, "JOB_COMMAND"},
 		{[]string{"JOB_HANDLER=python"}, "JOB_HANDLER"},
 		{[]string{"JOB_MAX_ATTEMPTS=0"}, "JOB_MAX_ATTEMPTS"},
+		{[]string{"JOB_BATCH=0"}, "JOB_BATCH"},
+		{[]string{"JOB_BATCH=-3"}, "JOB_BATCH"},
+		{[]string{"JOB_BATCH=1001"}, "JOB_BATCH"},
+		{[]string{"JOB_BATCH=many"}, "JOB_BATCH"},
 		{[]string{"WORKER_ID=a b"}, "WORKER_ID"},
 		{[]string{"RELEASE_NOTICES=maybe"}, "RELEASE_NOTICES"},
 		{[]string{"JOB_ENV=REDIS_URLS"}, "JOB_ENV"},

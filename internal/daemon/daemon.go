@@ -98,7 +98,7 @@ func (d *Daemon) assemble() error {
 		return d.worker.Process(ctx, lease)
 	})
 	d.worker, err = jobs.NewWorker(jobs.WorkerConfig{
-		Queue: d.be.Queue, Handler: handler, MaxAttempts: cfg.JobMaxAttempts,
+		Queue: d.be.Queue, Handler: handler, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
 		// Enqueue notices wake an idle leader at once; polling is only
 		// the fallback for a lost notice.
 		PollInterval: idlePoll, Logger: d.log,

@@ -35,20 +35,29 @@ func (v Violation) Error() string {
 }
 
 // Check judges a history (as Store.History returns it) of a queue of jobs
-// jobs, numbered 0..jobs-1 in enqueue order, that all finished. It returns
-// every violation found, in history order; none means the history is
-// consistent with one fenced leader at a time and at-least-once, in-order
-// delivery.
+// jobs, numbered 0..jobs-1 in enqueue order, that all finished, processed
+// one job at a time (JOB_BATCH=1). It returns every violation found, in
+// history order; none means the history is consistent with one fenced
+// leader at a time and at-least-once, in-order delivery.
 func Check(history []Record, jobs int) []Violation {
+	return CheckBatch(history, jobs, 1)
+}
+
+// CheckBatch is Check for a queue processed in batches of up to batch
+// jobs (group commit): a new leader may run again, in order, up to batch
+// jobs before the next one, the batch its predecessor lost.
+func CheckBatch(history []Record, jobs, batch int) []Violation {
 	var out []Violation
 	flag := func(k Kind, r Record, format string, args ...any) {
 		out = append(out, Violation{Kind: k, Record: r, Detail: fmt.Sprintf(format, args...)})
 	}
+	batch = max(batch, 1)
 	owner := map[int64]string{}  // token -> the worker first seen with it
 	idOf := map[int]string{}     // seq -> job ID
 	done := map[[2]int64]bool{}  // (token, seq) accepted
 	var lastTok int64 = -1 << 63 // highest accepted token so far
-	lastSeq := -1                // seq of the last accepted effect
+	high := -1                   // highest seq accepted so far
+	cur := -1                    // seq of the last accepted effect
 	for _, r := range history {
 		if w, ok := owner[r.Token]; !ok {
 			owner[r.Token] = r.Worker
@@ -77,22 +86,31 @@ func Check(history []Record, jobs int) []Violation {
 		switch {
 		case done[key]:
 			flag(Duplicated, r, "job already accepted under this token")
-		case r.Seq == lastSeq+1:
-		case r.Seq > lastSeq+1:
-			flag(Lost, r, "jobs %d..%d have no effect before it", lastSeq+1, r.Seq-1)
-		case r.Token > lastTok && r.Seq == lastSeq:
-			// A new leader redoes the job whose commit its predecessor lost.
+		case r.Seq == cur+1 && r.Seq <= high+1:
+			// The next job, or the next of a redo.
+		case r.Seq > high+1:
+			flag(Lost, r, "jobs %d..%d have no effect before it", high+1, r.Seq-1)
+		case r.Token > lastTok && r.Seq > high-batch:
+			// A new leader resumes after the last committed job: it redoes
+			// what its predecessor's last batch (at most batch jobs) did
+			// without committing it.
 		default:
-			flag(Reordered, r, "expected seq %d after seq %d", lastSeq+1, lastSeq)
+			if r.Token > lastTok {
+				flag(Reordered, r, "a new leader may redo jobs %d..%d (its predecessor's last batch of up to %d), not job %d",
+					max(0, high+1-batch), high, batch, r.Seq)
+			} else {
+				flag(Reordered, r, "expected seq %d after seq %d", cur+1, cur)
+			}
 		}
 		done[key] = true
 		// Carry on from this write so one fault is reported once, not as a
 		// cascade.
 		lastTok = max(lastTok, r.Token)
-		lastSeq = max(lastSeq, r.Seq)
+		high = max(high, r.Seq)
+		cur = r.Seq
 	}
-	if lastSeq < jobs-1 {
-		flag(Lost, Record{Index: -1}, "jobs %d..%d have no accepted effect", lastSeq+1, jobs-1)
+	if high < jobs-1 {
+		flag(Lost, Record{Index: -1}, "jobs %d..%d have no accepted effect", high+1, jobs-1)
 	}
 	return out
 }

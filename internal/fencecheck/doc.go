@@ -35,6 +35,13 @@
 // So, once a change of token has collapsed at most one redo, the accepted
 // effects must read exactly 0, 1, ..., jobs-1.
 //
+// With group commit (CheckBatch, JOB_BATCH=b) a leader commits up to b
+// jobs at once, so the one that replaces a lost leader may redo, in order,
+// up to b jobs: at a change of token the next effect may be any of the
+// last b jobs or the next one, and the new leader goes on from there in
+// order. A redo reaching further back, a skip inside it, or a redo under
+// the same token is still a violation.
+//
 // # What it does not do
 //
 // Check judges one history against one queue that starts empty and whose

@@ -99,8 +99,10 @@ func TestCheck(t *testing.T) {
 			[]fencecheck.Kind{fencecheck.Duplicated}},
 		{"new leader starts over", true, 3, []fencecheck.Write{w(1, 0), w(1, 1), w(1, 2), w(2, 0)},
 			[]fencecheck.Kind{fencecheck.Reordered}},
+		// Reported once: the redo then goes on in order from where it
+		// (wrongly) started.
 		{"new leader redoes two jobs", true, 3, []fencecheck.Write{w(1, 0), w(1, 1), w(1, 2), w(2, 1), w(2, 2)},
-			[]fencecheck.Kind{fencecheck.Reordered, fencecheck.Reordered}},
+			[]fencecheck.Kind{fencecheck.Reordered}},
 		{"swapped jobs", true, 3, []fencecheck.Write{w(1, 0), w(1, 2), w(1, 1)},
 			[]fencecheck.Kind{fencecheck.Lost, fencecheck.Reordered}},
 		{"seq out of range", true, 1, []fencecheck.Write{w(1, 0), w(1, 1)}, []fencecheck.Kind{fencecheck.Mismatch}},
@@ -118,6 +120,50 @@ func TestCheck(t *testing.T) {
 				if v.Error() == "" {
 					t.Fatal("empty message")
 				}
+			}
+		})
+	}
+}
+
+// With batches (group commit) a new leader may redo its predecessor's
+// last batch, in order; anything else is still a violation.
+func TestCheckBatch(t *testing.T) {
+	seqs := func(token int64, from, to int) []fencecheck.Write {
+		var out []fencecheck.Write
+		for i := from; i <= to; i++ {
+			out = append(out, w(token, i))
+		}
+		return out
+	}
+	cat := func(parts ...[]fencecheck.Write) []fencecheck.Write { return slices.Concat(parts...) }
+	for _, c := range []struct {
+		name   string
+		fenced bool
+		batch  int
+		writes []fencecheck.Write
+		want   []fencecheck.Kind
+	}{
+		{"lost batch redone", true, 4, cat(seqs(1, 0, 5), seqs(2, 2, 9)), nil},
+		{"lost batch redone, then another", true, 4, cat(seqs(1, 0, 5), seqs(2, 3, 6), seqs(3, 4, 9)), nil},
+		{"one job redone, as without batches", true, 4, cat(seqs(1, 0, 5), seqs(2, 5, 9)), nil},
+		{"handover without redo", true, 4, cat(seqs(1, 0, 5), seqs(2, 6, 9)), nil},
+		{"redo reaching past the last batch", true, 4, cat(seqs(1, 0, 5), seqs(2, 1, 9)),
+			[]fencecheck.Kind{fencecheck.Reordered}},
+		{"the same redo without batches", true, 1, cat(seqs(1, 0, 5), seqs(2, 2, 9)),
+			[]fencecheck.Kind{fencecheck.Reordered}},
+		{"a job skipped in the redo", true, 4, cat(seqs(1, 0, 5), seqs(2, 3, 3), seqs(2, 5, 9)),
+			[]fencecheck.Kind{fencecheck.Reordered}},
+		{"redo under the same token", true, 4, cat(seqs(1, 0, 5), seqs(1, 4, 9)),
+			[]fencecheck.Kind{fencecheck.Duplicated, fencecheck.Duplicated}},
+		{"a batch's job lost", true, 4, cat(seqs(1, 0, 3), seqs(1, 5, 9)), []fencecheck.Kind{fencecheck.Lost}},
+		{"stale batch accepted after the redo", false, 4, cat(seqs(1, 0, 3), seqs(2, 2, 5), seqs(1, 4, 5), seqs(2, 6, 9)),
+			[]fencecheck.Kind{fencecheck.TokenDecreased, fencecheck.TokenDecreased}},
+		{"stale batch rejected", true, 4, cat(seqs(1, 0, 3), seqs(2, 2, 5), seqs(1, 4, 5), seqs(2, 6, 9)), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs := fencecheck.CheckBatch(history(c.fenced, c.writes...), 10, c.batch)
+			if got := kinds(vs); !slices.Equal(got, c.want) {
+				t.Fatalf("violations = %v, want %v\n%v", got, c.want, vs)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 // Package jobs is the serial job queue in Redis: anyone enqueues, only the
 // leader processes, one job at a time, in enqueue order, and every outcome
-// is a fenced commit.
+// is a fenced commit, one round trip per job or, with group commit, per
+// batch of jobs.
 //
 // A Queue is what producers and operators use (Enqueue, Stats,
 // DeadLetters, Requeue); it needs no handler and no leadership. A Worker is
@@ -14,7 +15,11 @@
 //	P:stream        stream of pending jobs (XADD *, so IDs grow monotonically);
 //	                fields id (ULID), payload (raw bytes), enqueued_at (unix ms)
 //	P:position      stream ID of the last finished (committed or dead-lettered) entry
-//	P:attempts      hash job ID -> deliveries so far (fenced; survives leader changes)
+//	P:attempts      hash job ID -> deliveries so far, for a job delivered again
+//	                (fenced; survives leader changes)
+//	P:claimed       the last claim not yet finished: "<position> <count> [token]",
+//	                the first count entries after position were handed out
+//	                (token: by that leader, as a batch not yet recorded)
 //	P:counters      hash committed, dead_lettered (totals)
 //	P:last          hash describing the last committed job: id, stream_id, token,
 //	                attempts, committed_at
@@ -29,28 +34,44 @@
 //	E               the lock's epoch counter, INCRed on each new leadership;
 //	                read here, never written
 //
-// The leader claims the first entry after P:position (claim.lua, which also
-// counts the delivery), runs the handler, and records the outcome with
-// commit.lua or deadletter.lua. Those scripts compare the token with E first
-// and change nothing when the token is lower; otherwise they advance
-// P:position to the entry, delete it from the stream (so XLEN is the number
-// of pending jobs) and update the counters, all in one atomic step. They
-// also refuse an entry that is not the next one after P:position, and treat
-// a resent commit of the entry at P:position as done.
+// The leader works in steps (step.lua), one round trip each: a step
+// records the outcomes of the jobs the leader finished (committed or
+// dead-lettered, in order), gives back the claims of jobs it never
+// started, and claims the next jobs after P:position: up to
+// WorkerConfig.Batch of them, noted in P:claimed (the claimed entries are
+// read by an XRANGE pipelined behind the script). The script compares the
+// token with E first and changes nothing when the token is lower;
+// otherwise it advances P:position to the last finished entry, trims the
+// finished entries from the stream (so XLEN is the number of pending
+// jobs) and updates the counters, all in one atomic step. It also refuses
+// outcomes that are not the entries after P:position, and treats a resent
+// step whose last outcome is at P:position as done.
+//
+// A claim that finds P:claimed still covering the head of the queue (its
+// leader was lost, or a job failed; not this leader's own claim sent
+// again after a lost reply) hands out one job at a time, counting
+// each delivery in P:attempts (the lost claim counts as one), until past
+// it: a job that kills its leaders is dead-lettered alone, not with its
+// batch-mates.
 //
 // # Guaranteed
 //
 //   - Order: jobs are handed to the handler one at a time, in stream order,
-//     which is enqueue order as Redis saw it; job n+1 starts only after job n
-//     was committed or dead-lettered.
+//     which is enqueue order as Redis saw it. With Batch 1, job n+1 starts
+//     only after job n was committed or dead-lettered; with group commit,
+//     a batch starts only after the one before it was recorded.
 //   - At-least-once: a job is finished only by a commit. A job in flight
 //     when its leader dies, is stopped, or loses its lease is delivered
 //     again (with a higher Job.Attempt) by the next leader, which resumes
-//     right after the last committed job. So is a job whose commit a Redis
+//     right after the last committed job. With group commit, so is every
+//     job of the lost leader's batch: the ones it finished but had not
+//     committed, and the ones it never reached (at most Batch jobs, or
+//     about BatchWindow of work). A stopped leader (ctx done, lease still
+//     valid) commits the jobs it finished and gives back the rest. So is a job whose commit a Redis
 //     failover lost (async replication): the leader finds the committed
 //     position behind its own last commit and resumes from it.
 //   - Fencing: a leader whose token is below the epoch cannot claim, commit
-//     or dead-letter anything, and its attempt leaves no trace; Process then
+//     or dead-letter anything, and its step leaves no trace; Process then
 //     returns an error wrapping ErrStaleToken. Process also checks
 //     Lease.Valid before each job and before recording it. Jobs run under
 //     the context Process is given; its owner (package leader) cancels it
@@ -59,17 +80,18 @@
 //   - Bounded retries: a failing job is retried with jittered exponential
 //     backoff, then dead-lettered after MaxAttempts deliveries. Deliveries
 //     are counted in Redis, so a job that keeps killing or outliving its
-//     leaders is dead-lettered too instead of looping forever. A handler
+//     leaders is dead-lettered too instead of looping forever; a lost
+//     batch counts one delivery for each of its jobs, started or not. A handler
 //     that panics fails that attempt (the stack is logged once), so a job
 //     that always panics is dead-lettered with the panic as its error.
 //   - Payloads: Enqueue refuses an empty payload and one above MaxPayload.
 //   - Batches: EnqueueMany adds up to MaxBatch jobs in one MULTI/EXEC, all
 //     or none, contiguous and in order; a batch with any bad payload is
 //     refused whole before anything is written.
-//   - Pause: while P:paused exists, claim hands out no job (checked in the
-//     claim script, after the fence), so the leader keeps its lock and
-//     takes nothing new; the job in flight when Pause came finishes and is
-//     committed. Resume deletes the flag and wakes the leader.
+//   - Pause: while P:paused exists, a step claims no job (checked after
+//     the fence), so the leader keeps its lock and takes nothing new; the
+//     job (or batch) in flight when Pause came finishes and is committed.
+//     Resume deletes the flag and wakes the leader.
 //
 // # Not guaranteed
 //
@@ -85,6 +107,8 @@
 //     Worker.Notify (enqueue notices), and otherwise looks for new jobs
 //     every PollInterval (jittered). A busy leader takes the next job at
 //     once.
-//   - An exact attempt count: a claim retried after a Redis error may count
-//     a delivery twice.
+//   - An exact attempt count: a step retried after a Redis error may count
+//     a redelivery twice.
+//   - That P:position moves only through Process: the steps assume the
+//     entries after it change only by their own trimming (no XDEL by hand).
 package jobs

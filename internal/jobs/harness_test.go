@@ -131,6 +131,7 @@ func (e *env) queue(t testing.TB, h Handler, mod func(*WorkerConfig)) *testQueue
 		Queue:        q,
 		Handler:      h,
 		MaxAttempts:  3,
+		Batch:        1, // one job per step; the batch tests set theirs
 		Backoff:      backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond},
 		PollInterval: 10 * time.Millisecond,
 	}

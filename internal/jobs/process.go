@@ -11,135 +11,222 @@ import (
 	"github.com/lockworker/lockworker/internal/backoff"
 )
 
-// Process is the leader's loop. It takes the job after the last committed
-// one, runs the handler, and commits (or, after MaxAttempts failures,
-// dead-letters) it with a fenced script, one job at a time, in enqueue
-// order. It returns nil once ctx is done, ErrLeaseInvalid when the lease
-// stops being valid first, and an error wrapping ErrStaleToken when Redis
-// says a newer leader exists. Redis errors are logged and retried with
-// backoff, never returned.
+// Process is the leader's loop. Each round trip to Redis is one fenced
+// step (step.lua) that records the outcomes of the jobs just run and claims
+// the next ones: up to Batch jobs after the last committed one. Process
+// runs the claimed jobs' handler one at a time, in enqueue order, then
+// records them with the next step: committed, or dead-lettered after
+// MaxAttempts failures. It returns nil once ctx is done, ErrLeaseInvalid
+// when the lease stops being valid first, and an error wrapping
+// ErrStaleToken when Redis says a newer leader exists. Redis errors are
+// logged and retried with backoff, never returned.
 //
 // ctx is the leadership's context: its owner (package leader) cancels it
 // when the lease's deadline passes, and jobs run under it. Process itself
-// only checks lease.Valid before each job and before each fenced write.
+// only checks lease.Valid before each job and before each step.
 func (w *Worker) Process(ctx context.Context, lease Lease) error {
 	if lease == nil {
 		return errors.New("jobs: Process needs a lease")
 	}
 	token := lease.Token()
 	log := w.log.With("token", token)
-	log.Info("processing jobs")
-	redisFails, paused := 0, false
+	log.Info("processing jobs", "batch", w.cfg.Batch)
+	var (
+		b          batch         // to record with the next step
+		wait       time.Duration // a failed job's retry delay, after its batch is recorded
+		size       = w.cfg.Batch // jobs to claim next
+		redisFails int
+		paused     bool
+	)
 	for {
 		if ctx.Err() != nil {
-			return nil
+			return w.flush(ctx, lease, b, log)
 		}
 		if !lease.Valid() {
-			log.Warn("lease no longer valid: taking no more jobs")
+			log.Warn("lease no longer valid: taking no more jobs, recording none", "finished", len(b.done))
 			return ErrLeaseInvalid
 		}
-		e, err := w.q.claim(ctx, token)
+		claim := size
+		if wait > 0 {
+			claim = 0 // record the failure's batch now, claim after the delay
+			if b.empty() {
+				backoff.Sleep(ctx, wait) // nothing to record
+				wait = 0
+				continue
+			}
+		}
+		s, err := w.q.step(ctx, token, b, claim)
 		if errors.Is(err, ErrStaleToken) {
 			return err
 		}
-		if paused = pausedNow(paused, err, log); paused {
-			w.idle(ctx) // Resume wakes it
-			continue
-		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				continue
 			}
 			redisFails++
-			wait := w.cfg.Backoff.Delay(redisFails)
-			log.Warn("could not read the queue, retrying", "err", err, "retryInMs", wait.Milliseconds())
-			backoff.Sleep(ctx, wait)
+			d := w.cfg.Backoff.Delay(redisFails)
+			log.Warn("could not reach the queue, retrying", "err", err, "retryInMs", d.Milliseconds())
+			backoff.Sleep(ctx, d)
 			continue
 		}
 		redisFails = 0
-		if e == nil {
+		w.recorded(s, b, log)
+		b = batch{from: s.position}
+		if wait > 0 {
+			backoff.Sleep(ctx, wait) // the next step delivers the failed job again
+			wait = 0
+			continue
+		}
+		if paused = pausedNow(paused, s.paused, log); paused {
+			w.idle(ctx) // Resume wakes it
+			continue
+		}
+		if len(s.claimed) == 0 {
 			w.idle(ctx)
 			continue
 		}
-		if err := w.handle(ctx, lease, e, log); errors.Is(err, errOrder) {
-			// The store went back: a Redis failover lost the last writes
-			// (async replication). Its position is the truth: resume from
-			// it; the jobs whose commits were lost run again.
-			log.Warn("the queue's committed position is behind this leader's last commit (writes lost in a Redis failover?); resuming from it", "err", err)
-		} else if err != nil {
+		var cut bool
+		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); err != nil {
 			return err
+		}
+		switch {
+		case cut: // the window closed after len(b.done) jobs: claim as many next
+			size = max(1, len(b.done))
+		case len(s.claimed) == size:
+			size = min(w.cfg.Batch, 2*size)
 		}
 	}
 }
 
-// pausedNow is whether the queue is paused after a claim that returned
-// err: it becomes paused on errPaused and running again on a claim that
-// succeeded (a Redis error says neither). A change is logged.
-func pausedNow(paused bool, err error, log *slog.Logger) bool {
-	switch {
-	case errors.Is(err, errPaused) && !paused:
-		log.Info("queue paused: taking no new job")
-		return true
-	case err == nil && paused:
-		log.Info("queue resumed")
-		return false
+// recorded accounts for a successful step that carried b.
+func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
+	switch s.record {
+	case "ok", "done":
+		var n int64
+		for _, o := range b.done {
+			if o.cause == "" {
+				n++
+			}
+		}
+		w.done.Add(n)
+	case "order":
+		// The store went back: a Redis failover lost the last writes
+		// (async replication). Its position is the truth: the step claimed
+		// from it, and the jobs whose commits were lost run again.
+		log.Warn("the queue's committed position is behind this leader's last commit (writes lost in a Redis failover?); resuming from it",
+			"err", orderError(b.done, s.position))
 	}
-	return paused
 }
 
-// handle runs one delivery of e and records its outcome. It returns nil to
-// go on (also after a failure that will be retried), or why to stop.
-func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Logger) error {
-	token := lease.Token()
-	log = log.With("jobId", e.job.ID, "attempt", e.job.Attempt)
+// flush records b once more after ctx ended (work stopped right as jobs
+// finished), under a context bounded by the lease deadline, so finished
+// jobs are not redone by the next leader. It claims nothing.
+func (w *Worker) flush(ctx context.Context, lease Lease, b batch, log *slog.Logger) error {
+	if b.empty() || !lease.Valid() {
+		return nil
+	}
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), lease.Deadline())
+	defer cancel()
+	s, err := w.q.step(wctx, lease.Token(), b, 0)
+	if errors.Is(err, ErrStaleToken) {
+		return err
+	}
+	if err != nil {
+		log.Warn("could not record finished jobs while stopping; they will run again", "jobs", len(b.done), "err", err)
+		return nil
+	}
+	w.recorded(s, b, log)
+	return nil
+}
+
+// pausedNow is whether the queue is paused after a step that said
+// pausedFlag: a change is logged.
+func pausedNow(paused, pausedFlag bool, log *slog.Logger) bool {
+	switch {
+	case pausedFlag && !paused:
+		log.Info("queue paused: taking no new job")
+	case !pausedFlag && paused:
+		log.Info("queue resumed")
+	}
+	return pausedFlag
+}
+
+// runBatch runs claimed one at a time, in order, and adds to b what to
+// record. It stops early, giving back the jobs not started, when ctx ends,
+// when a job failed and will be retried (after wait), and when the batch
+// has run for BatchWindow (cut), so slow jobs are committed as they go
+// rather than a whole batch later. An error (stale token, lease no longer
+// valid) means nothing is to be recorded.
+func (w *Worker) runBatch(ctx context.Context, lease Lease, claimed []*entry, b *batch, log *slog.Logger) (wait time.Duration, cut bool, err error) {
+	start := time.Now()
+	for i, e := range claimed {
+		if ctx.Err() != nil {
+			b.unstarted = claimed[i:]
+			return 0, false, nil
+		}
+		if i > 0 && time.Since(start) >= w.cfg.BatchWindow {
+			b.unstarted = claimed[i:]
+			return 0, true, nil
+		}
+		o, wait, err := w.handle(ctx, lease, e, log)
+		if err != nil {
+			return 0, false, err
+		}
+		if o == nil { // failed (to retry after wait) or interrupted
+			b.started, b.unstarted = e, claimed[i+1:]
+			return wait, false, nil
+		}
+		b.done = append(b.done, *o)
+	}
+	return 0, false, nil
+}
+
+// handle runs one delivery of e. It returns the outcome to record when
+// the job finished (committed or dead-lettered), nil and the retry delay
+// when it failed and will be delivered again (nil and 0 when leadership
+// ended under it), or why to stop.
+func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Logger) (*outcome, time.Duration, error) {
 	if e.job.Attempt > w.cfg.MaxAttempts {
 		// Earlier deliveries started but never finished: their leaders
 		// were lost mid-job. Do not let such a job loop across leaders.
 		cause := fmt.Sprintf("jobs: %d deliveries started and none finished (leader lost mid-job each time)", e.job.Attempt-1)
-		log.Error("job dead-lettered", "err", cause)
-		return w.record(ctx, lease, e, func(ctx context.Context) error {
-			return w.q.deadLetter(ctx, token, e, e.job.Attempt-1, cause)
-		})
+		log.Error("job dead-lettered", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", cause)
+		return &outcome{e: e, attempts: e.job.Attempt - 1, cause: cause}, 0, nil
 	}
 	if !lease.Valid() {
-		return ErrLeaseInvalid
+		return nil, 0, ErrLeaseInvalid
 	}
-	log.Debug("job started")
-	start := time.Now()
+	debugOn := log.Enabled(ctx, slog.LevelDebug)
+	var start time.Time
+	if debugOn { // no attributes built per job unless they are logged
+		start = time.Now()
+		log.Debug("job started", "jobId", e.job.ID, "attempt", e.job.Attempt)
+	}
 	herr := w.run(ctx, e.job, lease, log)
 	switch {
 	case herr != nil && errors.Is(herr, ErrStaleToken):
-		return fmt.Errorf("jobs: job %s: %w", e.job.ID, herr)
+		return nil, 0, fmt.Errorf("jobs: job %s: %w", e.job.ID, herr)
 	case herr != nil && ctx.Err() != nil:
 		// Leadership ended under the job: not the job's failure. The next
 		// leader delivers it again.
-		log.Info("job interrupted", "err", herr)
-		return nil
+		log.Info("job interrupted", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
+		return nil, 0, nil
 	case !lease.Valid():
-		log.Warn("lease no longer valid: not recording the job")
-		return ErrLeaseInvalid
+		log.Warn("lease no longer valid: not recording the job", "jobId", e.job.ID, "attempt", e.job.Attempt)
+		return nil, 0, ErrLeaseInvalid
 	case herr == nil:
-		log.Debug("job done", "tookMs", time.Since(start).Milliseconds())
-		var committed bool
-		err := w.record(ctx, lease, e, func(ctx context.Context) error {
-			err := w.q.commit(ctx, token, e)
-			committed = err == nil
-			return err
-		})
-		if committed {
-			w.done.Add(1)
+		if debugOn {
+			log.Debug("job done", "jobId", e.job.ID, "attempt", e.job.Attempt, "tookMs", time.Since(start).Milliseconds())
 		}
-		return err
+		return &outcome{e: e, attempts: e.job.Attempt}, 0, nil
 	case e.job.Attempt >= w.cfg.MaxAttempts:
-		log.Error("job dead-lettered", "err", herr)
-		return w.record(ctx, lease, e, func(ctx context.Context) error {
-			return w.q.deadLetter(ctx, token, e, e.job.Attempt, herr.Error())
-		})
+		log.Error("job dead-lettered", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
+		return &outcome{e: e, attempts: e.job.Attempt, cause: herr.Error()}, 0, nil
 	default:
 		wait := w.cfg.Backoff.Delay(e.job.Attempt)
-		log.Warn("job failed, retrying", "maxAttempts", w.cfg.MaxAttempts, "retryInMs", wait.Milliseconds(), "err", herr)
-		backoff.Sleep(ctx, wait) // the next claim delivers the same job again
-		return nil
+		log.Warn("job failed, retrying", "jobId", e.job.ID, "attempt", e.job.Attempt,
+			"maxAttempts", w.cfg.MaxAttempts, "retryInMs", wait.Milliseconds(), "err", herr)
+		return nil, wait, nil
 	}
 }
 
@@ -150,7 +237,7 @@ func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Lo
 func (w *Worker) run(ctx context.Context, job Job, lease Lease, log *slog.Logger) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			log.Error("handler panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			log.Error("handler panicked", "jobId", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: %v", ErrHandlerPanicked, v)
 		}
 	}()

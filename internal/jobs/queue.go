@@ -35,8 +35,8 @@ type Queue struct {
 	cfg Config
 
 	// keys, see doc.go
-	stream, position, attempts, counters, last, dead, paused string
-	enqueued                                                 string // pub/sub channel
+	stream, position, attempts, counters, last, dead, paused, claimed string
+	enqueued                                                          string // pub/sub channel
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
@@ -70,6 +70,7 @@ func New(cfg Config) (*Queue, error) {
 		last:     p + ":last",
 		dead:     p + ":dead",
 		paused:   p + ":paused",
+		claimed:  p + ":claimed",
 		enqueued: p + ":enqueued",
 	}, nil
 }

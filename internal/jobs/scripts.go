@@ -15,17 +15,9 @@ var (
 	//go:embed fence.lua
 	fenceLua string
 
-	//go:embed claim.lua
-	claimLua    string
-	claimScript = redis.NewScript(fenceLua + claimLua)
-
-	//go:embed commit.lua
-	commitLua    string
-	commitScript = redis.NewScript(fenceLua + commitLua)
-
-	//go:embed deadletter.lua
-	deadLetterLua    string
-	deadLetterScript = redis.NewScript(fenceLua + deadLetterLua)
+	//go:embed step.lua
+	stepLua    string
+	stepScript = redis.NewScript(fenceLua + stepLua)
 
 	//go:embed requeue.lua
 	requeueLua    string

@@ -21,6 +21,15 @@ type WorkerConfig struct {
 	// MaxAttempts is how many deliveries a job gets before it is
 	// dead-lettered. Default 5; negative is an error.
 	MaxAttempts int
+	// Batch is how many jobs one step claims at most: a deep queue is
+	// run Batch jobs per round trip to Redis, committed together (group
+	// commit). 1 is one job per round trip. Default DefaultBatch. A
+	// leader lost mid-batch leaves the whole batch to run again.
+	Batch int
+	// BatchWindow bounds a batch by time: once the jobs of a batch have
+	// run this long, the ones finished are committed and the rest given
+	// back, so slow jobs are committed as they go. Default 50ms.
+	BatchWindow time.Duration
 	// Backoff spaces the retries of a failed job, and of a Redis call that
 	// failed. Default {Base: 100ms, Max: 5s}.
 	Backoff backoff.Policy
@@ -31,6 +40,14 @@ type WorkerConfig struct {
 	// Logger receives the worker's logs. Default: discard.
 	Logger *slog.Logger
 }
+
+// DefaultBatch is WorkerConfig.Batch's default (and JOB_BATCH's): where
+// no-op jobs/s stopped growing with the batch size (BenchmarkBatchSize).
+const DefaultBatch = 64
+
+// MaxWorkerBatch is the largest WorkerConfig.Batch: one step's reply carries
+// every claimed payload.
+const MaxWorkerBatch = 1000
 
 // Worker is the leader's side of the queue: Process runs the handler on
 // each job in order and records every outcome with a fenced write.
@@ -57,6 +74,18 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = 5
+	}
+	if cfg.Batch < 0 || cfg.Batch > MaxWorkerBatch {
+		bad("Batch must be between 1 and %d, got %d", MaxWorkerBatch, cfg.Batch)
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.BatchWindow < 0 {
+		bad("BatchWindow must not be negative, got %s", cfg.BatchWindow)
+	}
+	if cfg.BatchWindow == 0 {
+		cfg.BatchWindow = 50 * time.Millisecond
 	}
 	if cfg.Backoff == (backoff.Policy{}) {
 		cfg.Backoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}

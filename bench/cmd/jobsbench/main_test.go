@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+pkg: github.com/lockworker/lockworker/internal/jobs
+BenchmarkProcessNoop-2          	    5000	    200000 ns/op	      5000 jobs/s
+BenchmarkProcessNoop-2          	    6000	    166666 ns/op	      6000 jobs/s
+BenchmarkProcessNoop-2          	    4000	    250000 ns/op	      4000 jobs/s
+BenchmarkProcessNoopBatched-2   	  100000	     10000 ns/op	    100000 jobs/s
+BenchmarkProcessNoopBatched-2   	  120000	      8333 ns/op	    120000 jobs/s
+BenchmarkProcessNoopBatched-2   	   80000	     12500 ns/op	     80000 jobs/s
+BenchmarkRedisRoundTrip-2       	   10000	    100000 ns/op	     10000 rtt/s
+BenchmarkRedisRoundTrip-2       	   20000	     50000 ns/op	     20000 rtt/s
+BenchmarkRedisRoundTrip-2       	    8000	    125000 ns/op	      8000 rtt/s
+PASS
+`
+
+func TestTable(t *testing.T) {
+	var out, echo bytes.Buffer
+	if err := run(strings.NewReader(sample), &out, &echo); err != nil {
+		t.Fatal(err)
+	}
+	if echo.String() != sample {
+		t.Fatal("the input was not copied through")
+	}
+	got := strings.Join(strings.Fields(out.String()), " ") // the padding aside
+	for _, want := range []string{
+		"| jobs/s, one job per round trip (JOB_BATCH=1) | 5000 | 4000–6000 | 3 |",
+		"| Redis round trips/s (PING, same client) | 10000 | 8000–20000 | 3 |",
+		// run by run: 0.50, 0.30, 0.50 and 10, 6, 10
+		"| one job per round trip ÷ round trips | 0.50× | 0.30×–0.50× | 3 |",
+		"| group commit ÷ round trips | 10.00× | 6.00×–10.00× | 3 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestMissingBenchmark(t *testing.T) {
+	in := strings.ReplaceAll(sample, "BenchmarkRedisRoundTrip", "BenchmarkOther")
+	var out bytes.Buffer
+	err := run(strings.NewReader(in), &out, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "RedisRoundTrip") {
+		t.Fatalf("run: %v, want an error naming the missing benchmark", err)
+	}
+}
+
+func TestSummarizeEven(t *testing.T) {
+	s, err := summarize([]float64{4, 1, 3, 2})
+	if err != nil || s.median != 2.5 || s.lo != 1 || s.hi != 4 {
+		t.Fatalf("summarize = %+v, %v", s, err)
+	}
+}
