@@ -29,6 +29,15 @@ func TestRaiseEpoch(t *testing.T) {
 	if e, err := l.Epoch(ctx); err != nil || e != 10 {
 		t.Fatalf("Epoch = %d, %v; want 10", e, err)
 	}
+	// The job store's fence follows the epoch up, also when a raise below
+	// the epoch leaves the epoch where it is.
+	if f := ad.Get(ctx, FenceKey(key)).Val(); f != "10" {
+		t.Fatalf("fence %q after raising to 10, want 10", f)
+	}
+	ad.Set(ctx, FenceKey(key), 3, 0)
+	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
+		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	}
 	if _, _, err := l.RaiseEpoch(ctx, -1); err == nil {
 		t.Fatal("RaiseEpoch(-1) succeeded")
 	}
@@ -51,10 +60,13 @@ func TestRaiseEpoch(t *testing.T) {
 
 // With Redlock, a bump re-sent for the last leadership after a raise
 // (its reply had been lost) bumps afresh: it must not hand out N itself.
+// The authority (node 0) is held by another value, so the token comes
+// from the bump after the quorum.
 func TestRaiseForgetsTheLastBump(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
+	c.admins[0].Set(ctx, key, "foreign", 0)
 	lease, err := l.Acquire(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

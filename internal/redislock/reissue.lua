@@ -4,8 +4,8 @@
 -- this same token.
 --
 -- KEYS[1] epoch key K:epoch      (plain integer counter)
--- KEYS[2] epoch tag K:epoch:last (sha1 of the value that got the last bump)
--- ARGV[1] the lease's lock value
+-- KEYS[2] epoch tag K:epoch:last ("<sha1 of the value>:<token>" of the last bump)
+-- ARGV[1] the lease's prefix "<secret>:"
 -- ARGV[2] the floor, a non-negative integer
 --
 -- Returns {token}: the new token, above both the floor and the epoch it found.
@@ -21,5 +21,5 @@ if tonumber(ARGV[2]) > cur then
   redis.call('SET', KEYS[1], ARGV[2])
 end
 local token = redis.call('INCR', KEYS[1])
-redis.call('SET', KEYS[2], redis.sha1hex(ARGV[1]))
+redis.call('SET', KEYS[2], redis.sha1hex(ARGV[1]) .. ':' .. token)
 return {token}
