@@ -21,7 +21,7 @@ var errPaused = errors.New("jobs: queue paused")
 // queue is paused. Fenced: a stale token is refused first.
 func (q *Queue) claim(ctx context.Context, token int64) (*entry, error) {
 	reply, err := claimScript.Run(ctx, q.cfg.Client,
-		[]string{q.cfg.EpochKey, q.position, q.stream, q.attempts, q.paused}, token).Slice()
+		[]string{q.fence, q.position, q.stream, q.attempts, q.paused}, token).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
 	}

@@ -27,12 +27,16 @@
 //	                Resume "resume"), and Worker.Notify (wired to it) wakes
 //	                an idle leader
 //	E               the lock's epoch counter, INCRed on each new leadership;
-//	                read here, never written
+//	                read by Stats, never written
+//	F               the fence (Config.FenceKey, default E:fence): the highest
+//	                token a fenced script accepted, raised by each of them and
+//	                by an operator's epoch raise
 //
 // The leader claims the first entry after P:position (claim.lua, which also
 // counts the delivery), runs the handler, and records the outcome with
-// commit.lua or deadletter.lua. Those scripts compare the token with E first
-// and change nothing when the token is lower; otherwise they advance
+// commit.lua or deadletter.lua. Those scripts compare the token with F first
+// and change nothing when the token is lower; otherwise they raise F to the
+// token and advance
 // P:position to the entry, delete it from the stream (so XLEN is the number
 // of pending jobs) and update the counters, all in one atomic step. They
 // also refuse an entry that is not the next one after P:position, and treat
@@ -49,9 +53,13 @@
 //     right after the last committed job. So is a job whose commit a Redis
 //     failover lost (async replication): the leader finds the committed
 //     position behind its own last commit and resumes from it.
-//   - Fencing: a leader whose token is below the epoch cannot claim, commit
-//     or dead-letter anything, and its attempt leaves no trace; Process then
-//     returns an error wrapping ErrStaleToken. Process also checks
+//   - Fencing (Kleppmann's rule): once a fenced script accepted a token (a
+//     new leader's first claim), a leader with a lower token cannot claim,
+//     commit or dead-letter anything, and its attempt leaves no trace;
+//     Process then returns an error wrapping ErrStaleToken. A token that
+//     was minted and never used (a Redlock attempt that failed after the
+//     epoch authority granted it) fences no one; an operator's epoch raise
+//     fences every token below the raised epoch at once. Process also checks
 //     Lease.Valid before each job and before recording it. Jobs run under
 //     the context Process is given; its owner (package leader) cancels it
 //     when the lease's deadline passes, and a renewal moves that deadline,

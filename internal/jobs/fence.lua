@@ -2,26 +2,37 @@
 -- scripts.go, so the fencing check and the reading of the queue head exist
 -- once. Each of those scripts takes:
 --
--- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
+-- KEYS[1] fence key: the highest token a fenced write carried, or the epoch
+--         an operator raised (integer string, may be absent; the lock's
+--         K:epoch:fence, redislock.FenceKey)
 -- KEYS[2] committed position: stream ID of the last finished entry
 -- KEYS[3] job stream
 -- KEYS[4] attempts hash: job ID -> deliveries so far
 -- ARGV[1] fencing token
 
--- stale returns nil when the token is not below the epoch, else the reply
--- that rejects the call: {"stale", epoch}, or an error when the epoch key is
--- not an integer.
+-- stale returns nil when the token is not below the fence (Kleppmann's
+-- rule: the highest token seen, not the highest issued, so a token minted
+-- for an attempt that then failed fences no one), after raising the fence
+-- to the token; else the reply that rejects the call: {"stale", fence}, or
+-- an error when the fence key or the token is not an integer.
 local function stale()
   local raw = redis.call('GET', KEYS[1])
-  if not raw then
-    return nil
+  local fence = 0
+  if raw then
+    fence = tonumber(raw)
+    if not fence then
+      return redis.error_reply('jobs: fence key ' .. KEYS[1] .. ' is not an integer')
+    end
   end
-  local epoch = tonumber(raw)
-  if not epoch then
-    return redis.error_reply('jobs: epoch key ' .. KEYS[1] .. ' is not an integer')
+  local token = tonumber(ARGV[1])
+  if not token then
+    return redis.error_reply('jobs: fencing token ' .. ARGV[1] .. ' is not an integer')
   end
-  if tonumber(ARGV[1]) < epoch then
+  if token < fence then
     return {'stale', raw}
+  end
+  if token > fence then
+    redis.call('SET', KEYS[1], ARGV[1])
   end
   return nil
 end

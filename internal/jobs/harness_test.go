@@ -54,6 +54,18 @@ func becomeLeader(t testing.TB, c redis.Cmdable) int64 {
 	return tok
 }
 
+// takeOver is a newer leader as the store sees it: a new token, and its
+// first fenced write (a claim), which raises the fence above every older
+// token. A token alone fences no one (Kleppmann's rule).
+func takeOver(t testing.TB, q *Queue) int64 {
+	t.Helper()
+	tok := becomeLeader(t, q.cfg.Client)
+	if _, err := q.claim(context.Background(), tok); err != nil {
+		t.Fatalf("the newer leader's claim: %v", err)
+	}
+	return tok
+}
+
 // fencedStore is the handlers' external store: it accepts an effect only
 // with a token at least the highest it has seen (a Lua check, like a real
 // fenced store) and keeps every accepted effect in order.

@@ -16,9 +16,14 @@ type Config struct {
 	Client redis.Cmdable
 	// Prefix starts every key of the queue. Default "lockworker:jobs".
 	Prefix string
-	// EpochKey is the lock's fencing epoch counter; every commit is fenced
-	// against it. Required, and not under Prefix.
+	// EpochKey is the lock's fencing epoch counter (Stats reads it).
+	// Required, and not under Prefix.
 	EpochKey string
+	// FenceKey is the store's fence: the highest token a fenced write
+	// (claim, commit, dead-letter) carried, or the epoch an operator raised
+	// (redislock.RaiseEpoch). A token below it is rejected. Default
+	// EpochKey + ":fence", which is redislock.FenceKey of the lock.
+	FenceKey string
 	// Now stamps enqueue, commit and failure times. Default time.Now.
 	Now func() time.Time
 	// ShardedNotices publishes enqueue notices with SPUBLISH (Redis
@@ -35,8 +40,9 @@ type Queue struct {
 	cfg Config
 
 	// keys, see doc.go
+	fence,
 	stream, position, attempts, counters, last, dead, paused string
-	enqueued                                                 string // pub/sub channel
+	enqueued string // pub/sub channel
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
@@ -60,9 +66,13 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FenceKey == "" {
+		cfg.FenceKey = cfg.EpochKey + ":fence"
+	}
 	p := cfg.Prefix
 	return &Queue{
 		cfg:      cfg,
+		fence:    cfg.FenceKey,
 		stream:   p + ":stream",
 		position: p + ":position",
 		attempts: p + ":attempts",

@@ -218,8 +218,9 @@ func TestLeaderChangeResumes(t *testing.T) {
 	}
 }
 
-// A commit, claim or dead-letter with a token older than the epoch is
-// rejected with ErrStaleToken and changes nothing at all.
+// A commit, claim or dead-letter with a token below one the store has
+// accepted (here: the next leader's first claim) is rejected with
+// ErrStaleToken and changes nothing at all.
 func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
@@ -238,6 +239,9 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 		t.Fatalf("claim: %v, %v", second, err)
 	}
 	newer := becomeLeader(t, e.c)
+	if again, err := q.claim(ctx, newer); err != nil || again == nil || again.streamID != second.streamID {
+		t.Fatalf("the newer leader's claim: %v, %v; want the job in flight", again, err)
+	}
 
 	before := snapshot(t, e.c, q.Queue.cfg.Prefix)
 	statsBefore := stats(t, q)
@@ -282,8 +286,8 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 
 func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-// A leader that finds a newer epoch, before or after a job, stops with
-// ErrStaleToken and leaves no trace.
+// A leader that finds a newer leader's write, before or after a job, stops
+// with ErrStaleToken and leaves no trace.
 func TestStaleLeaderProcess(t *testing.T) {
 	t.Run("at start", func(t *testing.T) {
 		e := newEnv(t)
@@ -291,7 +295,7 @@ func TestStaleLeaderProcess(t *testing.T) {
 		q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { ran = true; return nil }), nil)
 		e.enqueue(t, q, 2)
 		old := becomeLeader(t, e.c)
-		becomeLeader(t, e.c)
+		takeOver(t, q.Queue)
 		before := snapshot(t, e.c, q.Queue.cfg.Prefix)
 		err := q.Process(t.Context(), newLease(old, time.Minute))
 		if !errors.Is(err, ErrStaleToken) {
@@ -303,8 +307,9 @@ func TestStaleLeaderProcess(t *testing.T) {
 	})
 	t.Run("mid job", func(t *testing.T) {
 		e := newEnv(t)
-		q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
-			becomeLeader(t, e.c) // a new leader appears while this one works
+		var q *testQueue
+		q = e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
+			takeOver(t, q.Queue) // a new leader appears and claims while this one works
 			return nil
 		}), nil)
 		e.enqueue(t, q, 2)

@@ -50,7 +50,7 @@ func (w *Worker) record(ctx context.Context, lease Lease, e *entry, write func(c
 // applied returns nil.
 func (q *Queue) commit(ctx context.Context, token int64, e *entry) error {
 	reply, err := commitScript.Run(ctx, q.cfg.Client,
-		[]string{q.cfg.EpochKey, q.position, q.stream, q.attempts, q.counters, q.last},
+		[]string{q.fence, q.position, q.stream, q.attempts, q.counters, q.last},
 		token, e.streamID, e.job.ID, e.job.Attempt, q.nowMillis()).Slice()
 	return fencedResult("commit", e, token, reply, err)
 }
@@ -58,7 +58,7 @@ func (q *Queue) commit(ctx context.Context, token int64, e *entry) error {
 // deadLetter is the fenced move of e to the dead letters with cause.
 func (q *Queue) deadLetter(ctx context.Context, token int64, e *entry, attempts int, cause string) error {
 	reply, err := deadLetterScript.Run(ctx, q.cfg.Client,
-		[]string{q.cfg.EpochKey, q.position, q.stream, q.attempts, q.counters, q.dead, q.deadRecord(e.job.ID)},
+		[]string{q.fence, q.position, q.stream, q.attempts, q.counters, q.dead, q.deadRecord(e.job.ID)},
 		token, e.streamID, e.job.ID, attempts, q.nowMillis(), cause).Slice()
 	return fencedResult("dead-letter", e, token, reply, err)
 }

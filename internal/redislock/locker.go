@@ -30,8 +30,9 @@ type Locker struct {
 	waitTimeout time.Duration
 
 	lockKeys  []string // K
-	acqKeys   []string // K, K:epoch
-	epochKeys []string // K:epoch, K:epoch:last, K
+	acqKeys   []string // K, K:epoch, K:epoch:fence
+	epochKeys []string // K:epoch, K:epoch:last, K, K:epoch:fence
+	mintArg   string   // acquire.lua's ARGV[4] on the authority
 	ttlArg    string   // TTL in ms, as sent
 	released  string   // ReleasedChannel(K)
 }
@@ -53,6 +54,14 @@ func New(cfg Config) (*Locker, error) {
 	sharded := "0"
 	if cfg.ShardedNotices {
 		sharded = "1"
+	}
+	// The only node's grant is the leadership: its mint raises the job
+	// store's fence at once. Among Redlock nodes the authority's grant may
+	// be part of a failed attempt: the token is minted, and the fence
+	// waits for the leader's first fenced write.
+	mintArg := "1"
+	if len(cfg.Nodes) == 1 {
+		mintArg = "2"
 	}
 	epochNode := -1
 	for i, n := range cfg.Nodes {
@@ -77,8 +86,9 @@ func New(cfg Config) (*Locker, error) {
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
 		lockKeys:    []string{k},
-		acqKeys:     []string{k, EpochKey(k)},
-		epochKeys:   []string{EpochKey(k), epochTagKey(k), k},
+		acqKeys:     []string{k, EpochKey(k), FenceKey(k)},
+		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, FenceKey(k)},
+		mintArg:     mintArg,
 		ttlArg:      strconv.FormatInt(ttl.Milliseconds(), 10),
 		released:    ReleasedChannel(k),
 	}, nil

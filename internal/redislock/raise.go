@@ -58,7 +58,7 @@ func (l *Locker) Reissue(ctx context.Context, lease *Lease, floor int64) (*Lease
 		return nil, errors.New("redislock: reissue: negative floor")
 	}
 	ectx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
-	v, err := l.replicated(ectx, reissueScript, []string{EpochKey(l.key), epochTagKey(l.key)}, []any{lease.value, floor},
+	v, err := l.replicated(ectx, reissueScript, []string{EpochKey(l.key), epochTagKey(l.key), FenceKey(l.key)}, []any{lease.value, floor},
 		func([]int64) bool { return true })
 	cancel()
 	if err == nil && len(v) != 1 {

@@ -423,3 +423,39 @@ func scriptCalls(t *testing.T, c *redis.Client) int {
 	}
 	return n
 }
+
+// The epoch authority mints a token when it grants, before the quorum is
+// known: an attempt that then fails has burned a token above the working
+// leader's. The leader keeps its lease and its token (the job store fences
+// on the highest token seen, see jobs' TestFenceIsTheHighestTokenSeen),
+// the failed attempt leaves no key behind, and the next leadership's token
+// is above the burned one.
+func TestRedlockFailedAttemptBurnsAToken(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	leader, err := l.Acquire(ctx, "leader")
+	if err != nil || leader.Token() != 1 {
+		t.Fatalf("acquire: %v, %v", leader, err)
+	}
+	c.admins[0].Del(ctx, key) // the leader's key lost on the authority only
+	if _, err := l.Acquire(ctx, "contender"); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("contender: %v, want ErrNotAcquired", err)
+	}
+	if e, err := l.Epoch(ctx); err != nil || e != 2 {
+		t.Fatalf("epoch %d, %v; want 2: the authority minted for the contender", e, err)
+	}
+	if v := c.value(t, 0); v != "" {
+		t.Fatalf("the failed attempt left %q on the authority", v)
+	}
+	if err := l.Renew(ctx, leader); err != nil || leader.Token() != 1 {
+		t.Fatalf("the leader's renew after the burned token: %v (token %d)", err, leader.Token())
+	}
+	if err := l.Release(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	next, err := l.Acquire(ctx, "next")
+	if err != nil || next.Token() != 3 {
+		t.Fatalf("next leadership: %v, %v; want token 3", next, err)
+	}
+}
