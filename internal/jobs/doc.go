@@ -27,10 +27,13 @@
 //	                Resume "resume"), and Worker.Notify (wired to it) wakes
 //	                an idle leader
 //	E               the lock's epoch counter, INCRed on each new leadership;
-//	                read by Stats, never written
-//	F               the fence (Config.FenceKey, default E:fence): the highest
-//	                token a fenced script accepted, raised by each of them and
-//	                by an operator's epoch raise
+//	                read by Stats
+//	F               the fence (Config.FenceKey): the highest token a fenced
+//	                script accepted, raised by each of them and by the lock
+//	                (an operator's epoch raise, say); with one lock node the
+//	                lock passes E itself, which every new leadership raises
+//	                (a fenced script writes E only for a token above it:
+//	                after Redis lost the epoch)
 //
 // The leader claims the first entry after P:position (claim.lua, which also
 // counts the delivery), runs the handler, and records the outcome with

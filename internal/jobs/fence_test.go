@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redistest"
 )
 
 // The fence is the highest token the store has seen (Kleppmann's rule): a
@@ -62,47 +63,62 @@ func TestFenceIsTheHighestTokenSeen(t *testing.T) {
 }
 
 // An operator's raise (lockworker epoch --raise-to N) fences the store at
-// once: the working leader's next write is stale, and the next leadership's
-// token is above N and writes.
+// once, on the fence the lock names (one node: the epoch itself; Redlock:
+// a key of its own): the working leader's next write is stale, and the
+// next leadership's token is above N and writes.
 func TestEpochRaiseFencesTheStore(t *testing.T) {
-	e := newEnv(t)
-	tq := e.queue(t, HandlerFunc(noop), nil)
-	q := tq.Queue
-	ctx := t.Context()
-	key := strings.TrimSuffix(testEpochKey, ":epoch")
-	if redislock.EpochKey(key) != testEpochKey || redislock.FenceKey(key) != q.fence {
-		t.Fatalf("keys %s, %s are not the lock's %s, %s", testEpochKey, q.fence, redislock.EpochKey(key), redislock.FenceKey(key))
-	}
-	l, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{e.c}, Key: key, TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.enqueue(t, tq, 2)
-	lease, err := l.Acquire(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := q.claim(ctx, lease.Token())
-	if err != nil || first == nil {
-		t.Fatalf("claim: %v, %v", first, err)
-	}
-	if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 {
-		t.Fatalf("raise: %d, %v", after, err)
-	}
-	if err := q.commit(ctx, lease.Token(), first); !errors.Is(err, ErrStaleToken) {
-		t.Fatalf("commit with token %d after a raise to 10: %v, want ErrStaleToken", lease.Token(), err)
-	}
-	if err := l.Release(ctx, lease); err != nil {
-		t.Fatal(err)
-	}
-	next, err := l.Acquire(ctx, "b")
-	if err != nil || next.Token() != 11 {
-		t.Fatalf("acquire after the raise: %v, %v; want token 11", next, err)
-	}
-	if again, err := q.claim(ctx, next.Token()); err != nil || again == nil || again.streamID != first.streamID {
-		t.Fatalf("claim after the raise: %v, %v", again, err)
-	}
-	if err := q.commit(ctx, next.Token(), first); err != nil {
-		t.Fatal(err)
+	for _, n := range []int{1, 3} {
+		t.Run(map[int]string{1: "single node", 3: "redlock"}[n], func(t *testing.T) {
+			e := newEnv(t)
+			ctx := t.Context()
+			key := strings.TrimSuffix(testEpochKey, ":epoch")
+			nodes := []redis.Scripter{e.c}
+			for range n - 1 {
+				nodes = append(nodes, redistest.Start(t, redistest.Options{}).Client())
+			}
+			l, err := redislock.New(redislock.Config{Nodes: nodes, Key: key, TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if redislock.EpochKey(key) != testEpochKey {
+				t.Fatalf("epoch key %s is not the lock's %s", testEpochKey, redislock.EpochKey(key))
+			}
+			q, err := New(Config{Client: e.c, EpochKey: testEpochKey, FenceKey: l.FenceKey()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"a", "b"} {
+				if _, err := q.Enqueue(ctx, []byte(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lease, err := l.Acquire(ctx, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := q.claim(ctx, lease.Token())
+			if err != nil || first == nil {
+				t.Fatalf("claim: %v, %v", first, err)
+			}
+			if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 {
+				t.Fatalf("raise: %d, %v", after, err)
+			}
+			if err := q.commit(ctx, lease.Token(), first); !errors.Is(err, ErrStaleToken) {
+				t.Fatalf("commit with token %d after a raise to 10: %v, want ErrStaleToken", lease.Token(), err)
+			}
+			if err := l.Release(ctx, lease); err != nil {
+				t.Fatal(err)
+			}
+			next, err := l.Acquire(ctx, "b")
+			if err != nil || next.Token() != 11 {
+				t.Fatalf("acquire after the raise: %v, %v; want token 11", next, err)
+			}
+			if again, err := q.claim(ctx, next.Token()); err != nil || again == nil || again.streamID != first.streamID {
+				t.Fatalf("claim after the raise: %v, %v", again, err)
+			}
+			if err := q.commit(ctx, next.Token(), first); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

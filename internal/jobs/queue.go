@@ -19,10 +19,12 @@ type Config struct {
 	// EpochKey is the lock's fencing epoch counter (Stats reads it).
 	// Required, and not under Prefix.
 	EpochKey string
-	// FenceKey is the store's fence: the highest token a fenced write
-	// (claim, commit, dead-letter) carried, or the epoch an operator raised
-	// (redislock.RaiseEpoch). A token below it is rejected. Default
-	// EpochKey + ":fence", which is redislock.FenceKey of the lock.
+	// FenceKey is the store's fence: a fenced write (claim, commit,
+	// dead-letter) whose token is below it is rejected, and an accepted one
+	// raises it to its token, so it holds the highest token seen (also
+	// raised by the lock, e.g. by an operator's epoch raise). Pass the
+	// lock's (redislock's (*Locker).FenceKey: with one lock node the epoch
+	// itself). Default EpochKey + ":fence", the Redlock fence.
 	FenceKey string
 	// Now stamps enqueue, commit and failure times. Default time.Now.
 	Now func() time.Time

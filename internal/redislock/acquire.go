@@ -27,7 +27,7 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	// The prefix "<secret>:" of the value, 130 bits from crypto/rand; the
 	// scripts compare it before any change.
 	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now()}
-	mint := []any{a.value, l.ttlArg, workerID, l.mintArg}
+	mint := []any{a.value, l.ttlArg, workerID, "1"}
 	var args []any
 	if len(l.nodes) > 1 {
 		args = []any{a.value, l.ttlArg, workerID, "0"}

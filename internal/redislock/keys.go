@@ -14,8 +14,9 @@ import "strings"
 //	               into K's value; no longer written
 //	K:epoch        the fencing counter, a plain integer: the last token minted
 //	K:epoch:last   "<sha1 of a lock value>:<token>" of the last tagged bump
-//	K:epoch:fence  the lowest token the job store accepts: the highest token
-//	               a fenced write carried, or the epoch an operator raised
+//	K:epoch:fence  with Redlock, the lowest token the job store accepts: the
+//	               highest token a fenced write carried or a won quorum's bump
+//	               minted, or the epoch an operator raised (one node: K:epoch)
 //	K:released     pub/sub channel; a release publishes the worker ID on it
 //	K:jobs:...     the job queue's keys and channel (JobsPrefix; package jobs)
 //
@@ -76,11 +77,12 @@ func Key(lock, name string) string { return lock + ":" + name }
 // grows, bumped once per leadership on the epoch authority.
 func EpochKey(key string) string { return Key(key, "epoch") }
 
-// FenceKey is the job store's fence of lock key K: the highest fencing
-// token a fenced write has carried (or the epoch after an operator's
-// raise). The store rejects a token below it (Kleppmann's rule), so a
-// token minted for an attempt that then failed fences no one until a
-// leader with a higher token writes.
+// FenceKey is the job store's fence of lock key K under Redlock: the
+// highest fencing token a fenced write has carried (or a bump after a won
+// quorum, or an operator's raise). The store rejects a token below it
+// (Kleppmann's rule), so a token minted for an attempt that then failed
+// fences no one until a leader with a higher token writes. With one node
+// the fence is the epoch; (*Locker).FenceKey says which.
 func FenceKey(key string) string { return Key(EpochKey(key), "fence") }
 
 // epochTagKey records which lock value got the last epoch bump, so a re-sent

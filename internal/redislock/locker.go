@@ -30,9 +30,9 @@ type Locker struct {
 	waitTimeout time.Duration
 
 	lockKeys  []string // K
-	acqKeys   []string // K, K:epoch, K:epoch:fence
-	epochKeys []string // K:epoch, K:epoch:last, K, K:epoch:fence
-	mintArg   string   // acquire.lua's ARGV[4] on the authority
+	acqKeys   []string // K, K:epoch
+	epochKeys []string // K:epoch, K:epoch:last, K, the fence
+	fenceKey  string   // see FenceKey
 	ttlArg    string   // TTL in ms, as sent
 	released  string   // ReleasedChannel(K)
 }
@@ -55,13 +55,9 @@ func New(cfg Config) (*Locker, error) {
 	if cfg.ShardedNotices {
 		sharded = "1"
 	}
-	// The only node's grant is the leadership: its mint raises the job
-	// store's fence at once. Among Redlock nodes the authority's grant may
-	// be part of a failed attempt: the token is minted, and the fence
-	// waits for the leader's first fenced write.
-	mintArg := "1"
+	fence := FenceKey(k)
 	if len(cfg.Nodes) == 1 {
-		mintArg = "2"
+		fence = EpochKey(k) // see (*Locker).FenceKey
 	}
 	epochNode := -1
 	for i, n := range cfg.Nodes {
@@ -86,13 +82,27 @@ func New(cfg Config) (*Locker, error) {
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
 		lockKeys:    []string{k},
-		acqKeys:     []string{k, EpochKey(k), FenceKey(k)},
-		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, FenceKey(k)},
-		mintArg:     mintArg,
+		acqKeys:     []string{k, EpochKey(k)},
+		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, fence},
+		fenceKey:    fence,
 		ttlArg:      strconv.FormatInt(ttl.Milliseconds(), 10),
 		released:    ReleasedChannel(k),
 	}, nil
 }
+
+// FenceKey is the key the job store fences on (jobs.Config.FenceKey): a
+// token below its value is rejected, and an accepted one raises it.
+//
+// With one lock node it is the epoch itself (EpochKey): the node's grant is
+// the leadership, so every minted token is a leader's, the highest issued
+// is the highest that matters, and the fence moves in the mint's own
+// acknowledged (WAIT) script; older versions, which fence on the epoch,
+// then fence alike. With Redlock it is FenceKey(K): the authority mints
+// when it grants, before the quorum is known, and a token of an attempt
+// that failed must fence no working leader, so the fence is the highest
+// token a fenced write carried (Kleppmann's rule), raised also by a bump
+// after a won quorum, a reissue and an epoch raise.
+func (l *Locker) FenceKey() string { return l.fenceKey }
 
 // Quorum is how many nodes must agree: N/2+1, so 1 for a single node.
 func (l *Locker) Quorum() int { return l.quorum }

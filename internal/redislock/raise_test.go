@@ -29,14 +29,8 @@ func TestRaiseEpoch(t *testing.T) {
 	if e, err := l.Epoch(ctx); err != nil || e != 10 {
 		t.Fatalf("Epoch = %d, %v; want 10", e, err)
 	}
-	// The job store's fence follows the epoch up, also when a raise below
-	// the epoch leaves the epoch where it is.
-	if f := ad.Get(ctx, FenceKey(key)).Val(); f != "10" {
-		t.Fatalf("fence %q after raising to 10, want 10", f)
-	}
-	ad.Set(ctx, FenceKey(key), 3, 0)
-	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
-		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	if l.FenceKey() != EpochKey(key) {
+		t.Fatalf("single node fences on %s, want the epoch", l.FenceKey())
 	}
 	if _, _, err := l.RaiseEpoch(ctx, -1); err == nil {
 		t.Fatal("RaiseEpoch(-1) succeeded")
@@ -55,6 +49,32 @@ func TestRaiseEpoch(t *testing.T) {
 	}
 	if v := ad.Get(ctx, EpochKey(key)).Val(); v != "garbage" {
 		t.Fatalf("a failed raise changed the epoch key to %q", v)
+	}
+}
+
+// With Redlock the job store's fence is a key of its own, which a raise
+// lifts to the epoch, also when a raise below the epoch leaves the epoch
+// where it is.
+func TestRaiseEpochRaisesTheRedlockFence(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	if l.FenceKey() != FenceKey(key) {
+		t.Fatalf("Redlock fences on %s, want %s", l.FenceKey(), FenceKey(key))
+	}
+	if _, err := l.Acquire(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	ad := c.admins[0]
+	if n := ad.Exists(ctx, FenceKey(key)).Val(); n != 0 {
+		t.Fatal("the authority's grant moved the fence: a failed attempt would fence the leader")
+	}
+	if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
+		t.Fatalf("raise to 10: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	}
+	ad.Set(ctx, FenceKey(key), 3, 0)
+	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
+		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
 	}
 }
 
