@@ -114,6 +114,7 @@ func Open(cfg config.Config) (*Backend, error) {
 			Client:         clients[0],
 			Prefix:         redislock.JobsPrefix(key),
 			EpochKey:       redislock.EpochKey(key),
+			FenceKey:       b.Locker.FenceKey(),
 			ShardedNotices: b.sharded,
 		})
 	}

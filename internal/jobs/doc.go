@@ -32,7 +32,13 @@
 //	                Resume "resume"), and Worker.Notify (wired to it) wakes
 //	                an idle leader
 //	E               the lock's epoch counter, INCRed on each new leadership;
-//	                read here, never written
+//	                read by Stats
+//	F               the fence (Config.FenceKey): the highest token a fenced
+//	                script accepted, raised by each of them and by the lock
+//	                (an operator's epoch raise, say); with one lock node the
+//	                lock passes E itself, which every new leadership raises
+//	                (a fenced script writes E only for a token above it:
+//	                after Redis lost the epoch)
 //
 // The leader works in steps (step.lua), one round trip each: a step
 // records the outcomes of the jobs the leader finished (committed or
@@ -40,8 +46,8 @@
 // started, and claims the next jobs after P:position: up to
 // WorkerConfig.Batch of them, noted in P:claimed (the claimed entries are
 // read by an XRANGE pipelined behind the script). The script compares the
-// token with E first and changes nothing when the token is lower;
-// otherwise it advances P:position to the last finished entry, trims the
+// token with F first and changes nothing when the token is lower;
+// otherwise it raises F to the token, advances P:position to the last finished entry, trims the
 // finished entries from the stream (so XLEN is the number of pending
 // jobs) and updates the counters, all in one atomic step. It also refuses
 // outcomes that are not the entries after P:position, and treats a resent
@@ -70,9 +76,13 @@
 //     valid) commits the jobs it finished and gives back the rest. So is a job whose commit a Redis
 //     failover lost (async replication): the leader finds the committed
 //     position behind its own last commit and resumes from it.
-//   - Fencing: a leader whose token is below the epoch cannot claim, commit
-//     or dead-letter anything, and its step leaves no trace; Process then
-//     returns an error wrapping ErrStaleToken. Process also checks
+//   - Fencing (Kleppmann's rule): once a fenced script accepted a token (a
+//     new leader's first claim), a leader with a lower token cannot claim,
+//     commit or dead-letter anything, and its step leaves no trace;
+//     Process then returns an error wrapping ErrStaleToken. A token that
+//     was minted and never used (a Redlock attempt that failed after the
+//     epoch authority granted it) fences no one; an operator's epoch raise
+//     fences every token below the raised epoch at once. Process also checks
 //     Lease.Valid before each job and before recording it. Jobs run under
 //     the context Process is given; its owner (package leader) cancels it
 //     when the lease's deadline passes, and a renewal moves that deadline,

@@ -6,8 +6,9 @@ import (
 	"strconv"
 )
 
-// ErrStaleToken means a newer leader exists: the epoch is above the token
-// this write was fenced with, and nothing was changed.
+// ErrStaleToken means a newer leader exists: a fenced write with a higher
+// token reached the store (or an operator raised the epoch above this
+// token), and nothing was changed.
 var ErrStaleToken = errors.New("jobs: stale fencing token")
 
 // ErrLeaseInvalid ends Process when the lease is no longer valid (its
@@ -33,19 +34,20 @@ var ErrNotFound = errors.New("jobs: no such dead letter")
 // failover with async replication), and Process resumes from its position.
 var errOrder = errors.New("jobs: commit out of order")
 
-// StaleError carries the numbers behind an ErrStaleToken.
+// StaleError carries the numbers behind an ErrStaleToken: the token, and
+// the store's fence it was below (in Epoch: the highest token seen).
 type StaleError struct {
 	Token, Epoch int64
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("%v: token %d, epoch %d", ErrStaleToken, e.Token, e.Epoch)
+	return fmt.Sprintf("%v: token %d, highest token seen %d", ErrStaleToken, e.Token, e.Epoch)
 }
 
 // Unwrap makes errors.Is(err, ErrStaleToken) hold.
 func (e *StaleError) Unwrap() error { return ErrStaleToken }
 
-// staleError builds a StaleError from a script's {"stale", epoch} reply.
+// staleError builds a StaleError from a script's {"stale", fence} reply.
 func staleError(token int64, rest []any) error {
 	var epoch int64
 	if len(rest) > 0 {

@@ -54,6 +54,18 @@ func becomeLeader(t testing.TB, c redis.Cmdable) int64 {
 	return tok
 }
 
+// takeOver is a newer leader as the store sees it: a new token, and its
+// first fenced write (a claim), which raises the fence above every older
+// token. A token alone fences no one (Kleppmann's rule).
+func takeOver(t testing.TB, q *Queue) int64 {
+	t.Helper()
+	tok := becomeLeader(t, q.cfg.Client)
+	if _, err := q.claim(context.Background(), tok); err != nil {
+		t.Fatalf("the newer leader's claim: %v", err)
+	}
+	return tok
+}
+
 // fencedStore is the handlers' external store: it accepts an effect only
 // with a token at least the highest it has seen (a Lua check, like a real
 // fenced store) and keeps every accepted effect in order.
@@ -241,4 +253,28 @@ func (s *signal) wait(t testing.TB, what string) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
+}
+
+// claim is a step that records nothing and claims one job, as a
+// leadership's first step does; nil when the queue is empty.
+func (q *Queue) claim(ctx context.Context, token int64) (*entry, error) {
+	s, err := q.step(ctx, token, batch{}, 1)
+	if err != nil || len(s.claimed) == 0 {
+		return nil, err
+	}
+	return s.claimed[0], nil
+}
+
+// commit is a step that records e, the job after the store's position, as
+// committed after its first attempt, and claims nothing.
+func (q *Queue) commit(ctx context.Context, token int64, e *entry) error {
+	from, err := q.cfg.Client.Get(ctx, q.position).Result()
+	if errors.Is(err, redis.Nil) {
+		from, err = "0-0", nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = q.step(ctx, token, batch{from: from, done: []outcome{{e: e, attempts: 1}}}, 0)
+	return err
 }

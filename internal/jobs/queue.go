@@ -16,9 +16,16 @@ type Config struct {
 	Client redis.Cmdable
 	// Prefix starts every key of the queue. Default "lockworker:jobs".
 	Prefix string
-	// EpochKey is the lock's fencing epoch counter; every commit is fenced
-	// against it. Required, and not under Prefix.
+	// EpochKey is the lock's fencing epoch counter (Stats reads it).
+	// Required, and not under Prefix.
 	EpochKey string
+	// FenceKey is the store's fence: a fenced write (claim, commit,
+	// dead-letter) whose token is below it is rejected, and an accepted one
+	// raises it to its token, so it holds the highest token seen (also
+	// raised by the lock, e.g. by an operator's epoch raise). Pass the
+	// lock's (redislock's (*Locker).FenceKey: with one lock node the epoch
+	// itself). Default EpochKey + ":fence", the Redlock fence.
+	FenceKey string
 	// Now stamps enqueue, commit and failure times. Default time.Now.
 	Now func() time.Time
 	// ShardedNotices publishes enqueue notices with SPUBLISH (Redis
@@ -35,6 +42,7 @@ type Queue struct {
 	cfg Config
 
 	// keys, see doc.go
+	fence,
 	stream, position, attempts, counters, last, dead, paused, claimed string
 	enqueued                                                          string // pub/sub channel
 }
@@ -60,9 +68,13 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.FenceKey == "" {
+		cfg.FenceKey = cfg.EpochKey + ":fence"
+	}
 	p := cfg.Prefix
 	return &Queue{
 		cfg:      cfg,
+		fence:    cfg.FenceKey,
 		stream:   p + ":stream",
 		position: p + ":position",
 		attempts: p + ":attempts",

@@ -218,10 +218,10 @@ func TestLeaderChangeResumes(t *testing.T) {
 	}
 }
 
-// A step with a token older than the epoch, whatever it carries (a
-// commit and a claim, a batch commit, a dead letter, given-back
-// deliveries, a claim alone), is rejected with ErrStaleToken and changes
-// nothing at all.
+// A step whose token is below one the store has accepted (here: the next
+// leader's first claim), whatever it carries (a commit and a claim, a
+// batch commit, a dead letter, given-back deliveries, a claim alone), is
+// rejected with ErrStaleToken and changes nothing at all.
 func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
@@ -236,6 +236,9 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	}
 	from, second, third := s.position, s.claimed[0], s.claimed[1]
 	newer := becomeLeader(t, e.c)
+	if again, err := q.claim(ctx, newer); err != nil || again == nil || again.streamID != second.streamID {
+		t.Fatalf("the newer leader's claim: %v, %v; want the job in flight", again, err)
+	}
 
 	before := snapshot(t, e.c, q.Queue.cfg.Prefix)
 	statsBefore := stats(t, q)
@@ -306,8 +309,8 @@ func mustStep(t testing.TB, q *testQueue, token int64, b batch, claim int, recor
 
 func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
-// A leader that finds a newer epoch, before or after a job, stops with
-// ErrStaleToken and leaves no trace.
+// A leader that finds a newer leader's write, before or after a job, stops
+// with ErrStaleToken and leaves no trace.
 func TestStaleLeaderProcess(t *testing.T) {
 	t.Run("at start", func(t *testing.T) {
 		e := newEnv(t)
@@ -315,7 +318,7 @@ func TestStaleLeaderProcess(t *testing.T) {
 		q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { ran = true; return nil }), nil)
 		e.enqueue(t, q, 2)
 		old := becomeLeader(t, e.c)
-		becomeLeader(t, e.c)
+		takeOver(t, q.Queue)
 		before := snapshot(t, e.c, q.Queue.cfg.Prefix)
 		err := q.Process(t.Context(), newLease(old, time.Minute))
 		if !errors.Is(err, ErrStaleToken) {
@@ -327,8 +330,9 @@ func TestStaleLeaderProcess(t *testing.T) {
 	})
 	t.Run("mid job", func(t *testing.T) {
 		e := newEnv(t)
-		q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
-			becomeLeader(t, e.c) // a new leader appears while this one works
+		var q *testQueue
+		q = e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
+			takeOver(t, q.Queue) // a new leader appears and claims while this one works
 			return nil
 		}), nil)
 		e.enqueue(t, q, 2)

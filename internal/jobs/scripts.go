@@ -10,8 +10,7 @@ import (
 )
 
 var (
-	// fenceLua holds the fencing check and the queue-head reading that
-	// every fenced script starts from; it goes before each of them.
+	// fenceLua holds the fencing check; it goes before the step script.
 	//go:embed fence.lua
 	fenceLua string
 

@@ -60,7 +60,7 @@ type stepped struct {
 // of the claimed entries: one round trip. A stale token is refused first
 // and changes nothing.
 func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (stepped, error) {
-	keys := []string{q.cfg.EpochKey, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
+	keys := []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
 	args := make([]any, 0, 8+6*len(b.done))
 	args = append(args, token, q.nowMillis(), claim, b.from)
 	switch {

@@ -6,7 +6,7 @@
 -- XRANGE pipelined right behind the script (the entries after a position
 -- change only by these steps), so no entry passes through Lua.
 --
--- KEYS[1] epoch key: the lock's fencing epoch (integer string, may be absent)
+-- KEYS[1] fence key (see fence.lua)
 -- KEYS[2] committed position: stream ID of the last finished entry
 -- KEYS[3] job stream (holds only entries after the position)
 -- KEYS[4] attempts hash: job ID -> deliveries, for jobs delivered again
@@ -34,7 +34,7 @@
 --            cause ("" to commit, else the error to dead-letter with),
 --            payload and enqueued_at (for a dead letter; else "")
 --
--- Returns {"stale", epoch}
+-- Returns {"stale", fence}
 --       | {record, position, claim, count, ...} where
 --         record is "none" (no outcomes), "ok", "done" (a resent step: the
 --           position already is the last outcome's entry) or "order" (the

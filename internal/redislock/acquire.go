@@ -24,15 +24,19 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	if workerID == "" {
 		return nil, errors.New("redislock: worker ID is required")
 	}
-	a := &attempt{l: l, workerID: workerID, value: rand.Text(), start: l.now()} // 130 bits from crypto/rand
-	bump := "0"
-	if l.inlineEpoch {
-		bump = "1"
+	// The prefix "<secret>:" of the value, 130 bits from crypto/rand; the
+	// scripts compare it before any change.
+	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now()}
+	mint := []any{a.value, l.ttlArg, workerID, "1"}
+	var args []any
+	if len(l.nodes) > 1 {
+		args = []any{a.value, l.ttlArg, workerID, "0"}
 	}
-	args := []any{a.value, l.ttlMs, workerID, bump}
-	res := fanOut(ctx, l, nil, func(ctx context.Context, n redis.Scripter) (v []int64, err error) {
-		if l.inlineEpoch {
-			v, err = l.replicated(ctx, acquireScript, l.acqKeys, args, granted)
+	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
+		if i == l.epochNode {
+			// The authority mints the token in the same script when it
+			// grants, and its replicas acknowledge it in the same round trip.
+			v, err = l.replicated(ctx, acquireScript, l.acqKeys, mint, granted)
 		} else {
 			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 		}
@@ -56,20 +60,22 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	}
 }
 
-// granted says an acquire reply holds the lock (and so wrote the epoch).
+// granted says an acquire reply holds the lock (on the authority: and so
+// minted a token).
 func granted(v []int64) bool { return len(v) == 2 && v[0] == 1 }
 
 // attempt is one Acquire: its random value and what the nodes answered.
 type attempt struct {
 	l        *Locker
 	workerID string
-	value    string
+	value    string // the prefix "<secret>:" of the value on the nodes
 	start    time.Time
 	yes      []int   // nodes that granted
 	maybe    []int   // nodes that failed or timed out: they may hold the value
 	held     []int64 // remaining TTLs of the nodes held by another value
 	errs     []error
-	token    int64 // from a granting node (single node: bumped in the script)
+	token    int64 // minted by the authority's grant, or bumped after the quorum
+	minted   bool  // the authority granted and minted token
 }
 
 func (a *attempt) tally(res []result[[]int64]) {
@@ -80,18 +86,24 @@ func (a *attempt) tally(res []result[[]int64]) {
 			a.errs = append(a.errs, a.l.nodeErr(i, r.err))
 		case r.v[0] == 1:
 			a.yes = append(a.yes, i)
-			a.token = r.v[1]
+			if i == a.l.epochNode && r.v[1] > 0 {
+				a.token, a.minted = r.v[1], true
+			}
 		default:
 			a.held = append(a.held, r.v[1])
 		}
 	}
 }
 
-// win turns a quorum into a lease: with Redlock the epoch is bumped on the
-// authority first, and the lease is refused if that took it past validity.
+// win turns a quorum into a lease. When the authority did not grant (it is
+// no lock node, or another value held it there, or it failed), the epoch is
+// bumped on it now, in a second round trip; the lease is refused if that
+// took it past validity. A token the authority minted for an attempt that
+// then failed is never used: the job store fences on the highest token it
+// has seen, so that token fences no one (see FenceKey).
 func (a *attempt) win(ctx context.Context) (*Lease, error) {
 	l := a.l
-	if !l.inlineEpoch {
+	if !a.minted {
 		t, recorded, err := l.bumpEpoch(ctx, a.value)
 		if err != nil {
 			return a.fail(ctx, fmt.Errorf("redislock: quorum won but the fencing epoch bump failed, released: %w", err))

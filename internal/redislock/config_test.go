@@ -72,8 +72,8 @@ func TestNewDefaults(t *testing.T) {
 	if l.nodeTimeout != time.Second || l.validity != 30*time.Second-300*time.Millisecond-2*time.Millisecond {
 		t.Fatalf("defaults: node timeout %s, validity %s", l.nodeTimeout, l.validity)
 	}
-	if !l.inlineEpoch || l.Quorum() != 1 {
-		t.Fatalf("single node is its own epoch authority with quorum 1: inline %v, quorum %d", l.inlineEpoch, l.Quorum())
+	if l.epochNode != 0 || l.Quorum() != 1 {
+		t.Fatalf("single node is its own epoch authority with quorum 1: epoch node %d, quorum %d", l.epochNode, l.Quorum())
 	}
 	l, _ = New(Config{Nodes: []redis.Scripter{c}, Key: "k", TTL: time.Second})
 	if l.nodeTimeout != 100*time.Millisecond {

@@ -11,23 +11,35 @@
 //     attempt + TTL - drift, where drift = TTL*DriftFactor + 2ms. While
 //     clocks drift by less than that, no two leases are valid at once,
 //     provided no node loses its keys (see below).
-//   - The lock value is 130 random bits from crypto/rand, new for every
-//     attempt; it is never logged or put in an error. Renew and release
-//     are one atomic compare-and-pexpire / compare-and-delete script per
-//     node; renew never re-creates a missing key.
+//   - The lock value starts with a secret of 130 random bits from
+//     crypto/rand, new for every attempt, followed by the token and the
+//     worker ID (for Holder); the secret is never logged, put in an error
+//     or returned by a script. Renew and release are one atomic
+//     compare-and-pexpire / compare-and-delete script per node, comparing
+//     the secret; renew never re-creates a missing key.
 //   - Fencing tokens strictly increase across leaderships, because they come
 //     from one counter (EpochKey) on one authority (Config.Epoch, default
-//     Nodes[0]), bumped once per won attempt: inside the acquire script in
-//     single-node mode, right after the quorum is won with Redlock. Per-node
-//     counters across different quorums are not monotonic and are never
-//     used. The job store must reject writes whose token is below the epoch.
+//     Nodes[0]). The authority mints the token inside its own acquire
+//     script when it grants (one round trip for the whole acquire); when it
+//     is no lock node or did not grant, the epoch is bumped on it right
+//     after the quorum is won. Per-node counters across different quorums
+//     are not monotonic and are never used.
+//   - Redlock mints before the quorum is known, so an attempt that fails
+//     can burn a token above the working leader's. The job store must
+//     therefore reject a write whose token is below the highest token it
+//     has seen, on the key FenceKey names (Kleppmann's rule); the bump
+//     after a won quorum, Reissue and RaiseEpoch raise that fence too. With
+//     one node every mint is a leadership, and the fence is the epoch.
 //   - The epoch only grows: RaiseEpoch raises it to at least N for an
-//     operator repairing it (tokens after it are above N), and Reissue
+//     operator repairing it (tokens after it are above N, and the fence is
+//     raised to the epoch), and Reissue
 //     gives a held lease a new token above a floor the holder knows of;
 //     neither ever lowers it.
-//   - Acquire is idempotent per attempt: a key that already holds this
-//     attempt's value counts as acquired with the same token, and a re-sent
-//     epoch bump returns the same token. An attempt that failed, timed out
+//   - Acquire is idempotent per attempt while its key lives: a key that
+//     already holds this attempt's secret counts as acquired with the same
+//     token, and a re-sent epoch bump returns the same token while no token
+//     was minted since (a re-send after the key expired mints afresh, a
+//     higher token; with retries off, re-sends do not happen). An attempt that failed, timed out
 //     or lost its validity is released on every node that may hold its
 //     value before Acquire returns (best effort, bounded by NodeTimeout; a
 //     node that cannot be reached keeps the key until its TTL).
@@ -71,16 +83,17 @@
 // # Keys
 //
 // For lock key K (TaggedKey of LOCK_KEY, so all of them share one Redis
-// Cluster hash slot; keys.go is the one place that names them): K holds the
-// lock value; K:holder is a hash {worker, token} with the same TTL (who
-// holds it, without the value); K:epoch is the fencing counter and
-// K:epoch:last the sha1 of the value that got the last bump (epoch
-// authority only); the channel K:released receives the worker ID on every
-// release (SPUBLISH with ShardedNotices).
+// Cluster hash slot; keys.go is the one place that names them): K holds
+// "<secret>:<token>:<worker>" (token 0 on a node that did not mint it);
+// K:epoch is the fencing counter, K:epoch:last tags the last bump after a
+// quorum ("<sha1 of the value>:<token>"), and K:epoch:fence is the Redlock
+// job store's fence (epoch authority only); the channel K:released
+// receives the worker ID on every release (SPUBLISH with ShardedNotices).
 //
 // # Replicas
 //
-// An epoch bump on a master with replicas is WAITed for: the token is
+// An epoch mint or bump (and, in the same script, a fence raise) on a
+// master with replicas is WAITed for: the token is
 // returned only once every online replica, and at least MinReplicas, has
 // acknowledged the write (see replicated in replicas.go), so a failover to
 // any of them cannot hand the token out again. Not guaranteed: that a

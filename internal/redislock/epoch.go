@@ -8,7 +8,7 @@ import (
 )
 
 // bumpEpoch bumps the epoch once for value on the epoch authority. recorded
-// says the authority is also a lock node holding value, and its holder hash
+// says the authority is also a lock node holding value, and its lock value
 // now carries the token (Holder takes the token from any node of the
 // holder's quorum, for display only).
 func (l *Locker) bumpEpoch(ctx context.Context, value string) (token int64, recorded bool, err error) {
@@ -24,10 +24,10 @@ func (l *Locker) bumpEpoch(ctx context.Context, value string) (token int64, reco
 	return v[0], v[1] == 1, nil
 }
 
-// recordToken writes the token into the holder hash of the nodes that
+// recordToken writes the token into the lock value of the nodes that
 // granted the lock, for Holder. Best effort: it is for people, not safety.
 func (l *Locker) recordToken(ctx context.Context, idx []int, value string, token int64) {
-	fanOut(ctx, l, idx, func(ctx context.Context, n redis.Scripter) (int64, error) {
+	fanOut(ctx, l, idx, func(ctx context.Context, _ int, n redis.Scripter) (int64, error) {
 		return setTokenScript.Run(ctx, n, l.lockKeys, value, token).Int64()
 	})
 }

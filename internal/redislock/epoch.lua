@@ -1,18 +1,27 @@
--- epoch.lua (after bump.lua): bump the fencing epoch once per lock value, on the epoch authority.
+-- epoch.lua (after bump.lua): bump the fencing epoch once per lock value, on
+-- the epoch authority, for an attempt that won its quorum without the
+-- authority's own grant.
 --
--- KEYS[1] epoch key K:epoch      (plain integer counter, read by the job store)
--- KEYS[2] epoch tag K:epoch:last (sha1 of the value that got the last bump)
+-- KEYS[1] epoch key K:epoch      (plain integer counter)
+-- KEYS[2] epoch tag K:epoch:last ("<sha1 of the value>:<token>" of the last bump here)
 -- KEYS[3] lock key K             (on the authority, when it is also a lock node)
--- KEYS[4] holder key K:holder
--- ARGV[1] the lock value of the attempt that won the quorum
+-- KEYS[4] fence key K:epoch:fence (the lowest token the job store accepts)
+-- ARGV[1] the attempt's prefix "<secret>:"
 --
 -- Returns {token, recorded}: the token is the new epoch, or, when this value
--- already got the last bump (a re-sent call), the same epoch again without
--- bumping. recorded is 1 when K here holds ARGV[1] and the token was written
--- into K:holder (saving a round trip for Holder), else 0.
+-- got the last bump (a re-sent call), the same token without bumping.
+-- recorded is 1 when K here holds this attempt and now carries the token
+-- (saving a round trip for Holder), else 0. The quorum is won, so no other
+-- lease is valid: the fence goes up to the token here, where the WAIT step
+-- makes it outlive a failover, as the bump does.
 local token = bump(KEYS[1], KEYS[2], ARGV[1])
-if redis.call('GET', KEYS[3]) == ARGV[1] then
-  redis.call('HSET', KEYS[4], 'token', token)
+if token > (tonumber(redis.call('GET', KEYS[4])) or 0) then
+  redis.call('SET', KEYS[4], token)
+end
+local cur = redis.call('GET', KEYS[3])
+if ours(cur, ARGV[1]) then
+  local _, worker = holder(cur)
+  redis.call('SET', KEYS[3], ARGV[1] .. token .. ':' .. worker, 'KEEPTTL')
   return {token, 1}
 end
 return {token, 0}

@@ -17,7 +17,8 @@ type Holder struct {
 	WorkerID string
 	// TTL is how long the holder keeps a quorum if it does not renew.
 	TTL time.Duration
-	// Token is the holder's fencing token, as recorded in its holder hash.
+	// Token is the holder's fencing token, as recorded in its lock value
+	// (display only: the highest over the holder's nodes).
 	Token int64
 	// Epoch is the current fencing epoch on the epoch authority.
 	Epoch int64
@@ -36,7 +37,7 @@ type nodeHolder struct {
 // not be read, or when no holder has a quorum and some nodes failed (so the
 // answer may be wrong); the fields read so far are filled in either way.
 func (l *Locker) Holder(ctx context.Context) (Holder, error) {
-	res := fanOut(ctx, l, nil, func(ctx context.Context, n redis.Scripter) (nodeHolder, error) {
+	res := fanOut(ctx, l, nil, func(ctx context.Context, _ int, n redis.Scripter) (nodeHolder, error) {
 		v, err := holderScript.Run(ctx, n, l.lockKeys).Slice()
 		if err != nil {
 			return nodeHolder{}, err

@@ -8,10 +8,15 @@ import "strings"
 // under Cluster. To add a key (a registry, a history stream, a high-water
 // mark), give it a name here and build it with Key.
 //
-//	K              the lock: a random value (>= 128 bits), PX TTL
-//	K:holder       hash {worker, token}, same TTL as K: who holds it, for people
-//	K:epoch        the fencing counter, a plain integer (GET it to fence)
-//	K:epoch:last   sha1 of the lock value that got the last epoch bump
+//	K              the lock: "<secret>:<token>:<worker>", PX TTL; the secret
+//	               is random (>= 128 bits), token and worker are for people
+//	K:holder       hash {worker, token} of versions before the token moved
+//	               into K's value; no longer written
+//	K:epoch        the fencing counter, a plain integer: the last token minted
+//	K:epoch:last   "<sha1 of a lock value>:<token>" of the last tagged bump
+//	K:epoch:fence  with Redlock, the lowest token the job store accepts: the
+//	               highest token a fenced write carried or a won quorum's bump
+//	               minted, or the epoch an operator raised (one node: K:epoch)
 //	K:released     pub/sub channel; a release publishes the worker ID on it
 //	K:jobs:...     the job queue's keys and channel (JobsPrefix; package jobs)
 //
@@ -31,7 +36,7 @@ import "strings"
 //	                     (step down, pause, resume); listeners re-read it
 //
 // The lock's keys live on every node, except the epoch keys, which live on
-// the epoch authority only.
+// the epoch authority only (beside the job queue).
 
 // TaggedKey is the lock key for LOCK_KEY k: k itself when it already
 // carries a Redis hash tag (a non-empty "{...}"), else "{k}". Keys built
@@ -72,12 +77,21 @@ func Key(lock, name string) string { return lock + ":" + name }
 // grows, bumped once per leadership on the epoch authority.
 func EpochKey(key string) string { return Key(key, "epoch") }
 
+// FenceKey is the job store's fence of lock key K under Redlock: the
+// highest fencing token a fenced write has carried (or a bump after a won
+// quorum, or an operator's raise). The store rejects a token below it
+// (Kleppmann's rule), so a token minted for an attempt that then failed
+// fences no one until a leader with a higher token writes. With one node
+// the fence is the epoch; (*Locker).FenceKey says which.
+func FenceKey(key string) string { return Key(EpochKey(key), "fence") }
+
 // epochTagKey records which lock value got the last epoch bump, so a re-sent
 // bump returns the same token instead of bumping twice.
 func epochTagKey(key string) string { return Key(key, "epoch:last") }
 
-// HolderKey is the hash {worker, token} that says who holds lock key K,
-// with the same TTL as K and without the lock value.
+// HolderKey is the hash {worker, token} that older versions kept beside
+// lock key K to say who held it; the worker and token now live in K's
+// value. Still named for the migration of older keys.
 func HolderKey(key string) string { return Key(key, "holder") }
 
 // ReleasedChannel is the pub/sub channel on which a release of K publishes

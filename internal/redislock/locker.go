@@ -2,6 +2,7 @@ package redislock
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,10 +15,9 @@ type Locker struct {
 	nodes       []redis.Scripter
 	names       []string
 	epoch       redis.Scripter
-	inlineEpoch bool // single node that is its own epoch authority: bump inside the acquire script
+	epochNode   int // index of the node that is also the epoch authority (it mints when it grants); -1: none
 	key         string
 	ttl         time.Duration
-	ttlMs       int64
 	validity    time.Duration // TTL - drift
 	nodeTimeout time.Duration
 	now         func() time.Time
@@ -29,9 +29,12 @@ type Locker struct {
 	minReplicas int          // acknowledgements needed even with fewer online
 	waitTimeout time.Duration
 
-	lockKeys  []string // K, K:holder
-	acqKeys   []string // K, K:holder, K:epoch, K:epoch:last
-	epochKeys []string // K:epoch, K:epoch:last, K, K:holder
+	lockKeys  []string // K
+	acqKeys   []string // K, K:epoch
+	epochKeys []string // K:epoch, K:epoch:last, K, the fence
+	fenceKey  string   // see FenceKey
+	ttlArg    string   // TTL in ms, as sent
+	released  string   // ReleasedChannel(K)
 }
 
 // New validates cfg and returns a Locker. Every invariant is checked and all
@@ -52,14 +55,24 @@ func New(cfg Config) (*Locker, error) {
 	if cfg.ShardedNotices {
 		sharded = "1"
 	}
+	fence := FenceKey(k)
+	if len(cfg.Nodes) == 1 {
+		fence = EpochKey(k) // see (*Locker).FenceKey
+	}
+	epochNode := -1
+	for i, n := range cfg.Nodes {
+		if same(epoch, n) {
+			epochNode = i
+			break
+		}
+	}
 	return &Locker{
 		nodes:       slices.Clone(cfg.Nodes),
 		names:       slices.Clone(cfg.NodeNames),
 		epoch:       epoch,
-		inlineEpoch: len(cfg.Nodes) == 1 && same(epoch, cfg.Nodes[0]),
+		epochNode:   epochNode,
 		key:         k,
 		ttl:         ttl,
-		ttlMs:       ttl.Milliseconds(),
 		validity:    ttl - drift,
 		nodeTimeout: cfg.NodeTimeout,
 		now:         cfg.Now,
@@ -68,11 +81,28 @@ func New(cfg Config) (*Locker, error) {
 		master:      masterOf(epoch, k),
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
-		lockKeys:    []string{k, HolderKey(k)},
-		acqKeys:     []string{k, HolderKey(k), EpochKey(k), epochTagKey(k)},
-		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, HolderKey(k)},
+		lockKeys:    []string{k},
+		acqKeys:     []string{k, EpochKey(k)},
+		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, fence},
+		fenceKey:    fence,
+		ttlArg:      strconv.FormatInt(ttl.Milliseconds(), 10),
+		released:    ReleasedChannel(k),
 	}, nil
 }
+
+// FenceKey is the key the job store fences on (jobs.Config.FenceKey): a
+// token below its value is rejected, and an accepted one raises it.
+//
+// With one lock node it is the epoch itself (EpochKey): the node's grant is
+// the leadership, so every minted token is a leader's, the highest issued
+// is the highest that matters, and the fence moves in the mint's own
+// acknowledged (WAIT) script; older versions, which fence on the epoch,
+// then fence alike. With Redlock it is FenceKey(K): the authority mints
+// when it grants, before the quorum is known, and a token of an attempt
+// that failed must fence no working leader, so the fence is the highest
+// token a fenced write carried (Kleppmann's rule), raised also by a bump
+// after a won quorum, a reissue and an epoch raise.
+func (l *Locker) FenceKey() string { return l.fenceKey }
 
 // Quorum is how many nodes must agree: N/2+1, so 1 for a single node.
 func (l *Locker) Quorum() int { return l.quorum }

@@ -20,8 +20,9 @@ func (l *Locker) Epoch(ctx context.Context) (int64, error) {
 
 // RaiseEpoch raises the fencing epoch on the epoch authority to at least n
 // and never lowers it; every token handed out afterwards is above n. It
-// returns the epoch before and after. A leader whose token is now below
-// the epoch finds its fenced writes rejected as stale and gives its
+// also raises the job store's fence (FenceKey) to the epoch after the
+// raise (with one node the fence is the epoch). It returns the epoch before and after. A leader whose token is now
+// below the epoch finds its fenced writes rejected as stale and gives its
 // leadership up; the next acquisition gets a token above n.
 func (l *Locker) RaiseEpoch(ctx context.Context, n int64) (before, after int64, err error) {
 	if n < 0 {
@@ -31,8 +32,8 @@ func (l *Locker) RaiseEpoch(ctx context.Context, n int64) (before, after int64, 
 	defer cancel()
 	// Through the WAIT step: a raise lost in a failover would let tokens
 	// at or below n be handed out again.
-	v, err := l.replicated(ctx, raiseScript, []string{EpochKey(l.key), epochTagKey(l.key)}, []any{n},
-		func(v []int64) bool { return len(v) == 2 && v[1] != v[0] })
+	v, err := l.replicated(ctx, raiseScript, []string{EpochKey(l.key), epochTagKey(l.key), l.fenceKey}, []any{n},
+		func([]int64) bool { return true }) // the fence may move when the epoch does not
 	if err == nil && len(v) != 2 {
 		err = fmt.Errorf("unexpected raise reply of %d values", len(v))
 	}
@@ -57,7 +58,7 @@ func (l *Locker) Reissue(ctx context.Context, lease *Lease, floor int64) (*Lease
 		return nil, errors.New("redislock: reissue: negative floor")
 	}
 	ectx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
-	v, err := l.replicated(ectx, reissueScript, []string{EpochKey(l.key), epochTagKey(l.key)}, []any{lease.value, floor},
+	v, err := l.replicated(ectx, reissueScript, []string{EpochKey(l.key), epochTagKey(l.key), l.fenceKey}, []any{lease.value, floor},
 		func([]int64) bool { return true })
 	cancel()
 	if err == nil && len(v) != 1 {

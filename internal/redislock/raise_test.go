@@ -29,6 +29,9 @@ func TestRaiseEpoch(t *testing.T) {
 	if e, err := l.Epoch(ctx); err != nil || e != 10 {
 		t.Fatalf("Epoch = %d, %v; want 10", e, err)
 	}
+	if l.FenceKey() != EpochKey(key) {
+		t.Fatalf("single node fences on %s, want the epoch", l.FenceKey())
+	}
 	if _, _, err := l.RaiseEpoch(ctx, -1); err == nil {
 		t.Fatal("RaiseEpoch(-1) succeeded")
 	}
@@ -49,12 +52,41 @@ func TestRaiseEpoch(t *testing.T) {
 	}
 }
 
+// With Redlock the job store's fence is a key of its own, which a raise
+// lifts to the epoch, also when a raise below the epoch leaves the epoch
+// where it is.
+func TestRaiseEpochRaisesTheRedlockFence(t *testing.T) {
+	c := startCluster(t, 3)
+	l := newLocker(t, c.clients(t), nil)
+	ctx := t.Context()
+	if l.FenceKey() != FenceKey(key) {
+		t.Fatalf("Redlock fences on %s, want %s", l.FenceKey(), FenceKey(key))
+	}
+	if _, err := l.Acquire(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	ad := c.admins[0]
+	if n := ad.Exists(ctx, FenceKey(key)).Val(); n != 0 {
+		t.Fatal("the authority's grant moved the fence: a failed attempt would fence the leader")
+	}
+	if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
+		t.Fatalf("raise to 10: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	}
+	ad.Set(ctx, FenceKey(key), 3, 0)
+	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
+		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	}
+}
+
 // With Redlock, a bump re-sent for the last leadership after a raise
 // (its reply had been lost) bumps afresh: it must not hand out N itself.
+// The authority (node 0) is held by another value, so the token comes
+// from the bump after the quorum.
 func TestRaiseForgetsTheLastBump(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
+	c.admins[0].Set(ctx, key, "foreign", 0)
 	lease, err := l.Acquire(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -29,9 +29,9 @@ func (l *Locker) Release(ctx context.Context, lease *Lease) error {
 func (l *Locker) release(ctx context.Context, idx []int, value, workerID string, notify bool) error {
 	ch := ""
 	if notify {
-		ch = ReleasedChannel(l.key)
+		ch = l.released
 	}
-	res := fanOut(ctx, l, idx, func(ctx context.Context, n redis.Scripter) (int64, error) {
+	res := fanOut(ctx, l, idx, func(ctx context.Context, _ int, n redis.Scripter) (int64, error) {
 		return releaseScript.Run(ctx, n, l.lockKeys, value, ch, workerID, l.sharded).Int64()
 	})
 	var errs []error

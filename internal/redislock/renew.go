@@ -25,8 +25,8 @@ func (l *Locker) Renew(ctx context.Context, lease *Lease) error {
 	if !start.Before(lease.Deadline()) {
 		return fmt.Errorf("%w: local deadline passed", ErrLost)
 	}
-	res := fanOut(ctx, l, nil, func(ctx context.Context, n redis.Scripter) (int64, error) {
-		return renewScript.Run(ctx, n, l.lockKeys, lease.value, l.ttlMs).Int64()
+	res := fanOut(ctx, l, nil, func(ctx context.Context, _ int, n redis.Scripter) (int64, error) {
+		return renewScript.Run(ctx, n, l.lockKeys, lease.value, l.ttlArg).Int64()
 	})
 	var ok, notMine int
 	var errs []error

@@ -48,7 +48,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 	if !errors.Is(err, errReplicas) || errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("acquire with a silent replica: %v, want errReplicas", err)
 	}
-	if n := ad.Exists(ctx, key, HolderKey(key)).Val(); n != 0 {
+	if n := ad.Exists(ctx, key).Val(); n != 0 {
 		t.Fatalf("%d lock keys left after the unreplicated attempt", n)
 	}
 

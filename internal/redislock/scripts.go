@@ -10,23 +10,28 @@ import (
 // KEYS and ARGV in its header. They run with Script.Run (EVALSHA, falling
 // back to EVAL on NOSCRIPT).
 var (
-	// bumpLua is the epoch bump both modes use; it goes before acquire.lua
-	// (single node: bumped inside the acquire) and epoch.lua (Redlock: on
-	// the epoch authority after the quorum is won).
+	// valueLua writes and reads the lock's value, "<secret>:<token>:<worker>";
+	// it goes before every script that needs more than the secret.
+	//go:embed value.lua
+	valueLua string
+
+	// bumpLua is the tagged epoch bump of an attempt that won its quorum
+	// without the authority's grant (the authority's own grant mints the
+	// token inside acquire.lua).
 	//go:embed bump.lua
 	bumpLua string
 
 	//go:embed acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(bumpLua + acquireLua)
+	acquireScript = redis.NewScript(valueLua + acquireLua)
 
 	//go:embed epoch.lua
 	epochLua    string
-	epochScript = redis.NewScript(bumpLua + epochLua)
+	epochScript = redis.NewScript(valueLua + bumpLua + epochLua)
 
 	//go:embed settoken.lua
 	setTokenLua    string
-	setTokenScript = redis.NewScript(setTokenLua)
+	setTokenScript = redis.NewScript(valueLua + setTokenLua)
 
 	//go:embed renew.lua
 	renewLua    string
@@ -38,7 +43,7 @@ var (
 
 	//go:embed holder.lua
 	holderLua    string
-	holderScript = redis.NewScript(holderLua)
+	holderScript = redis.NewScript(valueLua + holderLua)
 
 	//go:embed readepoch.lua
 	readEpochLua    string

@@ -66,17 +66,17 @@ func TestForgedLeaseLeavesHolderUntouched(t *testing.T) {
 	if err := l.Release(ctx, forged); err != nil {
 		t.Fatalf("release of a forged lease: %v (not mine is fine)", err)
 	}
-	if got := ad.Get(ctx, key).Val(); got != a.value {
+	if got := ad.Get(ctx, key).Val(); got != a.value+"1:a" {
 		t.Fatal("the holder's value changed")
 	}
 	if after := ad.PTTL(ctx, key).Val(); after > before {
 		t.Fatalf("the holder's TTL went from %s up to %s", before, after)
 	}
-	if w := ad.HGet(ctx, HolderKey(key), "worker").Val(); w != "a" {
-		t.Fatalf("holder hash says %q", w)
-	}
-	if after := ad.PTTL(ctx, HolderKey(key)).Val(); after > before || after <= 0 {
-		t.Fatalf("holder hash TTL %s (key had %s)", after, before)
+	// A forged prefix that the real value merely starts with does not match
+	// either: the prefix ends with the ':' the secret cannot contain.
+	short := &Lease{value: a.value[:10], workerID: "b", token: a.Token(), now: time.Now, deadline: time.Now().Add(time.Minute)}
+	if err := l.Renew(ctx, short); !errors.Is(err, ErrLost) {
+		t.Fatalf("renew with a part of the secret: %v, want ErrLost", err)
 	}
 }
 
@@ -92,7 +92,7 @@ func TestKeyExpiresAfterTTL(t *testing.T) {
 	if d := time.Until(a.Deadline()); d <= 0 || d > 300*time.Millisecond {
 		t.Fatalf("deadline in %s, want within the 300ms TTL", d)
 	}
-	poll.Until(t, 2*time.Second, "the key to expire", func() bool { return ad.Exists(ctx, key, HolderKey(key)).Val() == 0 })
+	poll.Until(t, 2*time.Second, "the key to expire", func() bool { return ad.Exists(ctx, key).Val() == 0 })
 	if a.Valid() {
 		t.Fatal("lease valid after its key expired")
 	}
@@ -120,8 +120,9 @@ func TestTokensIncreaseAndValuesAreRandom(t *testing.T) {
 			t.Fatalf("token %d after %d", lease.Token(), last)
 		}
 		last = lease.Token()
-		// rand.Text: base32, 5 bits a character.
-		if bits := 5 * len(lease.value); bits < 128 || strings.Trim(lease.value, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
+		// rand.Text: base32, 5 bits a character, then the ':' the prefix ends with.
+		secret, ok := strings.CutSuffix(lease.value, ":")
+		if bits := 5 * len(secret); !ok || bits < 128 || strings.Trim(secret, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
 			t.Fatalf("lock value of %d bits or not base32", bits)
 		}
 		if seen[lease.value] || strings.Contains(lease.value, "w") {
@@ -140,9 +141,9 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	c, ad := s.Client(), admin(t, s)
 	ctx := t.Context()
-	keys := []string{key, HolderKey(key), EpochKey(key), epochTagKey(key)}
+	keys := []string{key, EpochKey(key)}
 	run := func(value string) []int64 {
-		v, err := acquireScript.Run(ctx, c, keys, value, 5000, "w", "1").Int64Slice()
+		v, err := acquireScript.Run(ctx, c, keys, value+":", 5000, "w", "1").Int64Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,31 +156,54 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	if e := ad.Get(ctx, EpochKey(key)).Val(); e != "1" {
 		t.Fatalf("epoch %s after a re-sent acquire, want 1", e)
 	}
-	// The key expired (or was released) between the send and the re-send:
-	// it is taken again, still without a second bump.
-	ad.Del(ctx, key, HolderKey(key))
-	if v := run("value-1"); v[0] != 1 || v[1] != 1 {
-		t.Fatalf("re-sent after expiry: %v", v)
+	if got := ad.Get(ctx, key).Val(); got != "value-1:1:w" {
+		t.Fatalf("lock value %q, want the prefix, the token and the worker", got)
+	}
+	// The key expired (or was released) between the send and the re-send
+	// (which retries off prevent): it is taken again with a fresh token,
+	// never an older one; the first is burned, which the store's fence
+	// (highest token seen) makes harmless.
+	ad.Del(ctx, key)
+	if v := run("value-1"); v[0] != 1 || v[1] != 2 {
+		t.Fatalf("re-sent after expiry: %v, want {1, 2}", v)
 	}
 	if v := run("value-2"); v[0] != 0 || v[1] <= 0 {
 		t.Fatalf("another value while held: %v, want {0, pttl}", v)
 	}
 	ad.Del(ctx, key)
-	if v := run("value-2"); v[0] != 1 || v[1] != 2 {
-		t.Fatalf("next value: %v, want token 2", v)
+	if v := run("value-2"); v[0] != 1 || v[1] != 3 {
+		t.Fatalf("next value: %v, want token 3", v)
 	}
-	// The Redlock epoch bump is idempotent the same way.
-	ek := []string{EpochKey(key), epochTagKey(key), key, HolderKey(key)}
-	bump := func(v string) int64 {
-		r, err := epochScript.Run(ctx, c, ek, v).Int64Slice()
+	// The Redlock epoch bump is idempotent per value while no token was
+	// minted since, and records the token when K holds the value.
+	ek := []string{EpochKey(key), epochTagKey(key), key, FenceKey(key)}
+	bump := func(v string) []int64 {
+		r, err := epochScript.Run(ctx, c, ek, v+":").Int64Slice()
 		if err != nil || len(r) != 2 {
 			t.Fatalf("epoch bump: %v %v", r, err)
 		}
-		return r[0]
+		return r
 	}
 	t1, t2, t3 := bump("value-3"), bump("value-3"), bump("value-4")
-	if t1 != 3 || t2 != 3 || t3 != 4 {
-		t.Fatalf("epoch bumps %d, %d, %d: want 3, 3, 4", t1, t2, t3)
+	if t1[0] != 4 || t2[0] != 4 || t3[0] != 5 || t1[1] != 0 {
+		t.Fatalf("epoch bumps %v, %v, %v: want 4, 4, 5, none recorded", t1, t2, t3)
+	}
+	ad.Del(ctx, key)
+	run("value-4") // a mint (6) in between makes value-3's tag stale
+	if r := bump("value-3"); r[0] != 7 {
+		t.Fatalf("bump after a mint: %v, want a fresh token 7", r)
+	}
+	if r := bump("value-4"); r[0] != 8 || r[1] != 1 || ad.Get(ctx, key).Val() != "value-4:8:w" {
+		t.Fatalf("bump of the holder: %v, value %q; want 8 recorded", r, ad.Get(ctx, key).Val())
+	}
+	// A mint in the acquire leaves the Redlock fence alone (the attempt may
+	// fail); a bump after the quorum raises it.
+	if f := ad.Get(ctx, FenceKey(key)).Val(); f != "8" {
+		t.Fatalf("fence %q after the bumps, want 8", f)
+	}
+	ad.Del(ctx, key)
+	if v := run("value-6"); v[1] != 9 || ad.Get(ctx, FenceKey(key)).Val() != "8" {
+		t.Fatalf("mint %v moved the fence to %s", v, ad.Get(ctx, FenceKey(key)).Val())
 	}
 }
 
@@ -206,7 +230,7 @@ func TestTimedOutAcquireIsReleased(t *testing.T) {
 		t.Fatalf("acquire on a frozen server: %v, want a NodeError timeout", err)
 	}
 	poll.Until(t, 5*time.Second, "the maybe-held attempt released", func() bool {
-		return ad.Exists(t.Context(), key, HolderKey(key)).Val() == 0
+		return ad.Exists(t.Context(), key).Val() == 0
 	})
 	noNotice(t, ad, notices)
 }
@@ -230,7 +254,7 @@ func TestLostReplyAcquireIsReleased(t *testing.T) {
 		t.Fatalf("acquire with lost replies: %v, want a timeout", err)
 	}
 	poll.Until(t, 5*time.Second, "the lost-reply attempt released", func() bool {
-		return ad.Exists(t.Context(), key, HolderKey(key)).Val() == 0
+		return ad.Exists(t.Context(), key).Val() == 0
 	})
 	if e := ad.Get(t.Context(), EpochKey(key)).Val(); e != "1" {
 		t.Fatalf("epoch %q: the lost acquire should have bumped it once", e)
@@ -287,9 +311,6 @@ func TestRenewExtendsFromItsStart(t *testing.T) {
 	if p := ad.PTTL(ctx, key).Val(); p < 9*time.Second {
 		t.Fatalf("renew left PTTL %s", p)
 	}
-	if p := ad.PTTL(ctx, HolderKey(key)).Val(); p < 9*time.Second {
-		t.Fatalf("renew left the holder hash with PTTL %s", p)
-	}
 }
 
 func TestRenewOfVanishedKeyIsLostAndDoesNotRecreate(t *testing.T) {
@@ -330,7 +351,7 @@ func TestReleasePublishesWorkerID(t *testing.T) {
 	if m := receive(t, notices, 2*time.Second); m.Payload != "worker-7" || m.Channel != ReleasedChannel(key) {
 		t.Fatalf("notice %q on %q", m.Payload, m.Channel)
 	}
-	if n := ad.Exists(ctx, key, HolderKey(key)).Val(); n != 0 {
+	if n := ad.Exists(ctx, key).Val(); n != 0 {
 		t.Fatal("release left keys")
 	}
 	if a.Valid() {

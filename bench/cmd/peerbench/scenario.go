@@ -20,24 +20,23 @@ type scenario struct {
 	why string
 }
 
-// Why lockworker pays more per cycle than its peers; see acquire.lua and
+// Why lockworker can pay more per cycle than its peers; see acquire.lua and
 // release.lua in internal/redislock.
 const (
-	whySingle = "same two round trips as the peers, but more work in Redis per cycle (the Redis CPU/op column): " +
-		"lockworker's acquire is one Lua script that, besides SET PX, bumps the fencing epoch (GET, INCR and " +
-		"SET of the epoch tag) and rewrites the holder hash (DEL, HSET, PEXPIRE), and its release deletes two " +
-		"keys and PUBLISHes a release notice; bsm runs one SET NX in a script, redsync sends a bare SET NX, and " +
-		"both release with a compare-and-delete. With one goroutine that work is on every cycle's path; with " +
-		"many, Redis's single thread is the bottleneck and ops/s fall in proportion."
-	whyRedlock = "with several nodes lockworker's acquire is two sequential round trips: the quorum SET " +
-		"on all nodes, then the epoch bump on the epoch authority (node 1, which also records the token for " +
-		"status when it granted); redsync's is one. Three round trips a cycle against two: that is " +
-		"what a fencing token that is monotonic across quorums costs (per-node counters would be cheaper, " +
-		"and unsafe)."
-	whyContended = "the winner's cycle is lockworker's longer one (epoch, holder hash, PUBLISH on release), " +
-		"so the lock is busy a little longer per hand-over; but with about 16 tries per win, failed tries " +
-		"dominate Redis's work, and a failed try costs every library about the same (one script or command " +
-		"that finds the key taken; redsync also sends a release to every node after it), so the gap stays small."
+	whySingle = "same two round trips as the peers, and a little more work in Redis per cycle (the Redis CPU/op " +
+		"column): lockworker's acquire is one Lua script that reads the key, mints the fencing token (INCR) and " +
+		"sets <secret>:<token>:<worker> with PX, and its release compares the secret, deletes and PUBLISHes a " +
+		"release notice; bsm runs MSETNX and PEXPIRE in a script, redsync a bare SET NX, and both release with a " +
+		"compare-and-delete. The token and the notice are about two commands more in Redis a cycle; with many " +
+		"goroutines Redis's single thread is the bottleneck and ops/s follow its CPU per op."
+	whyRedlock = "the same round trips as redsync when the epoch authority (node 1) grants: it mints the token " +
+		"inside its own acquire script; only an attempt the authority did not grant takes a second round trip to " +
+		"bump the epoch there. In Redis, lockworker's acquire is a Lua script on every node (compare-before-change, " +
+		"and the token on the authority) where redsync sends a bare SET NX."
+	whyContended = "the winner's cycle is lockworker's (token, release notice), so the lock is busy a little longer " +
+		"per hand-over; but with about 16 tries per win, failed tries dominate Redis's work, and a failed try costs " +
+		"every library about the same (one script or command that finds the key taken; redsync also sends a release " +
+		"to every node after it), so the gap stays small."
 )
 
 // scenarios are the cells, in table order.
