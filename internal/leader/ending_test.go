@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -288,6 +289,32 @@ func TestAcquireErrorsBackOff(t *testing.T) {
 	_ = ld.Acquire(t.Context())
 	if d := ld.RetryDelay(); d < 300*time.Millisecond || d > 325*time.Millisecond {
 		t.Fatalf("RetryDelay with the holder's lease ending in 300ms: %s", d)
+	}
+}
+
+// TestReplicaErrorsRetrySoon: an attempt whose token did not reach a
+// replica (the lock is free, a replica is still joining) is retried after
+// 100 ms, backing off to 2 s but never past the retry interval; another
+// error afterwards backs off as errors do.
+func TestReplicaErrorsRetrySoon(t *testing.T) {
+	lock := &failingLock{err: fmt.Errorf("redislock: node a: %w: 0 of 1 acknowledged", redislock.ErrReplicas)}
+	ld, err := New(Config{Lock: lock, WorkerID: "w", RetryInterval: 30 * time.Second,
+		Work: func(context.Context, Lease) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hi := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+		if err := ld.Acquire(t.Context()); err == nil {
+			t.Fatal("Acquire succeeded")
+		}
+		if d := ld.RetryDelay(); d < hi/2 || d >= hi {
+			t.Fatalf("RetryDelay %s, want in [%s, %s)", d, hi/2, hi)
+		}
+	}
+	lock.err = errors.New("redislock: node a: connection refused")
+	_ = ld.Acquire(t.Context())
+	if d := ld.RetryDelay(); d < 30*time.Second {
+		t.Fatalf("RetryDelay after a refused connection %s, want the error back-off", d)
 	}
 }
 

@@ -97,6 +97,7 @@ type Leader struct {
 	// armed since). deafUntil ends the wait that follows such a
 	// leadership; release notices before it are not heard.
 	acquireErrs   int
+	replicaErrs   int // of which the last ones in a row: ErrReplicas
 	quickEnds     int
 	endedByItself bool
 	deafUntil     time.Time
@@ -174,9 +175,13 @@ func (l *Leader) Acquire(ctx context.Context) error {
 	switch result {
 	case "error":
 		l.acquireErrs++
+		l.replicaErrs = 0
+		if errors.Is(err, redislock.ErrReplicas) {
+			l.replicaErrs = l.acquireErrs
+		}
 		l.noteErr(fmt.Errorf("acquire: %w", err))
 	case "acquired":
-		l.acquireErrs = 0
+		l.acquireErrs, l.replicaErrs = 0, 0
 	} // "held" keeps the count: a failing attempt of another replica also answers held
 	if err == nil {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
@@ -261,6 +266,13 @@ var (
 	errorBackoff = backoff.Policy{Base: 4, Max: 16} // RetryInterval doubling to 4x
 )
 
+// replicaBackoff spaces the attempts after ones whose token did not reach
+// a replica in time (ErrReplicas): Redis answered and the lock is free, a
+// replica that just (re)joined is typically acknowledging within a
+// second, and meanwhile the fleet has no leader; so they retry soon, at
+// most every RetryInterval.
+var replicaBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+
 // RetryDelay is how long to wait before the next attempt. After a
 // leadership whose work ended by itself, it backs off (jittered, from a
 // quarter of the retry interval, doubling with each consecutive quick
@@ -268,7 +280,8 @@ var (
 // (WantsNotice), so a replica that cannot work does not flap, nor wake on
 // its own release. After acquire errors it backs off the same way from
 // one interval, until an attempt succeeds, so a Redis that refuses every
-// attempt is not hammered. Otherwise it is the retry interval with jitter.
+// attempt is not hammered; after attempts whose token did not reach a
+// replica in a row, from 100 ms instead (replicaBackoff). Otherwise it is the retry interval with jitter.
 // Either way it never waits past the moment the current holder's lease
 // ends, when the last attempt found one (plus a little jitter so
 // followers do not collide).
@@ -288,7 +301,10 @@ func (l *Leader) RetryDelay() time.Duration {
 		return d
 	}
 	d := backoff.Jitter(l.cfg.RetryInterval, 0.1)
-	if l.acquireErrs > 0 {
+	switch {
+	case l.replicaErrs > 0:
+		d = min(replicaBackoff.Delay(l.replicaErrs), d)
+	case l.acquireErrs > 0:
 		d = scaled(errorBackoff, unit).Delay(l.acquireErrs)
 	}
 	if l.heldTTL > 0 && l.heldTTL < d {

@@ -15,10 +15,10 @@ import (
 // round trip as the next bump.
 const replicaCountTTL = time.Second
 
-// errReplicas marks an epoch bump that did not reach every online replica
+// ErrReplicas marks an epoch bump that did not reach every online replica
 // of the authority's master in time: its token must not be used, since a
 // failover could hand it out again.
-var errReplicas = errors.New("redislock: the fencing epoch did not reach every replica")
+var ErrReplicas = errors.New("redislock: the fencing epoch did not reach every replica")
 
 // master is the epoch authority's current master as one *redis.Client, so
 // a pipeline on it uses one connection: WAIT counts the acknowledgements
@@ -82,7 +82,7 @@ func (r *replicaCount) invalidate() {
 // master has online replicas, returns only once every one of them
 // acknowledged the write (WAIT on the same connection, in the same round
 // trip, bounded by the node timeout); otherwise it returns the reply with
-// an error wrapping errReplicas, and the caller must not use its token.
+// an error wrapping ErrReplicas, and the caller must not use its token.
 //
 // It waits for at least MinReplicas acknowledgements even when fewer
 // replicas are online. With no replica and MinReplicas 0 it costs what it
@@ -114,7 +114,7 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 				why = append(why, rerr)
 			}
 		}
-		return nil, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", errReplicas, want, l.waitTimeout)}, why...)...)
+		return nil, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", ErrReplicas, want, l.waitTimeout)}, why...)...)
 	}
 	if err != nil {
 		if redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") {
@@ -144,7 +144,7 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	if acked, err := wait.Int64(); err != nil || int(acked) < want {
 		l.replicas.invalidate()
 		return v, errors.Join(fmt.Errorf("%w: %d of %d acknowledged within %s (at least %d required)",
-			errReplicas, acked, want, l.waitTimeout, l.minReplicas), err)
+			ErrReplicas, acked, want, l.waitTimeout, l.minReplicas), err)
 	}
 	return v, nil
 }

@@ -17,7 +17,7 @@ import (
 
 // TestBumpWaitsForReplicas: with a replica that does not acknowledge (it
 // is frozen, so the master still counts it online), the acquire fails
-// with errReplicas and leaves no lock behind; once the replica answers,
+// with ErrReplicas and leaves no lock behind; once the replica answers,
 // the next acquire succeeds with a higher token, which the replica
 // already holds when Acquire returns.
 func TestBumpWaitsForReplicas(t *testing.T) {
@@ -45,8 +45,8 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 	r.Freeze()
 	_, err = l.Acquire(ctx, "w")
 	r.Thaw()
-	if !errors.Is(err, errReplicas) || errors.Is(err, ErrNotAcquired) {
-		t.Fatalf("acquire with a silent replica: %v, want errReplicas", err)
+	if !errors.Is(err, ErrReplicas) || errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("acquire with a silent replica: %v, want ErrReplicas", err)
 	}
 	if n := ad.Exists(ctx, key).Val(); n != 0 {
 		t.Fatalf("%d lock keys left after the unreplicated attempt", n)
@@ -77,8 +77,8 @@ func TestRedlockAuthorityWaitsForReplicas(t *testing.T) {
 	r.Freeze()
 	_, err := l.Acquire(ctx, "w")
 	r.Thaw()
-	if !errors.Is(err, errReplicas) {
-		t.Fatalf("acquire with a silent replica of the authority: %v, want errReplicas", err)
+	if !errors.Is(err, ErrReplicas) {
+		t.Fatalf("acquire with a silent replica of the authority: %v, want ErrReplicas", err)
 	}
 	for i, a := range c.admins {
 		if a.Exists(ctx, key).Val() != 0 {
@@ -220,8 +220,8 @@ func TestMinReplicas(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.MinReplicas = 1 })
 	ctx := t.Context()
-	if _, err := l.Acquire(ctx, "w"); !errors.Is(err, errReplicas) {
-		t.Fatalf("acquire without a replica: %v, want errReplicas", err)
+	if _, err := l.Acquire(ctx, "w"); !errors.Is(err, ErrReplicas) {
+		t.Fatalf("acquire without a replica: %v, want ErrReplicas", err)
 	}
 	if n := admin(t, s).Exists(ctx, key).Val(); n != 0 {
 		t.Fatal("the unreplicated attempt left its lock")
