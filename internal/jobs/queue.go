@@ -44,7 +44,7 @@ type Queue struct {
 	// keys, see doc.go
 	fence,
 	stream, position, attempts, counters, last, dead, paused, claimed string
-	enqueued                                                          string // pub/sub channel
+	enqueued string // pub/sub channel
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
