@@ -27,6 +27,9 @@ type endingRig struct {
 	admin  *redis.Client
 	logs   *tail.Buffer
 	tokens chan int64
+	// notices are the lock's release notices, subscribed to before the
+	// machine starts so the first leadership's cannot be missed.
+	notices <-chan *redis.Message
 
 	mu    sync.Mutex
 	steps []string
@@ -63,6 +66,12 @@ func newEndingRig(t *testing.T, work func(ctx context.Context, lease Lease) erro
 	if err != nil {
 		t.Fatal(err)
 	}
+	ps := r.admin.Subscribe(t.Context(), redislock.ReleasedChannel("lw:ending"))
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r.notices = ps.Channel()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -104,14 +113,9 @@ func TestWorkThatEndsEndsTheLeadership(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	ps := r.admin.Subscribe(t.Context(), redislock.ReleasedChannel("lw:ending"))
-	defer ps.Close()
-	if _, err := ps.Receive(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	first := receiveToken(t, r.tokens, 5*time.Second)
 	select {
-	case m := <-ps.Channel():
+	case m := <-r.notices:
 		if m.Payload != "w" {
 			t.Fatalf("release notice %q", m.Payload)
 		}
