@@ -59,21 +59,7 @@ func CheckBatch(history []Record, jobs, batch int) []Violation {
 	high := -1                   // highest seq accepted so far
 	cur := -1                    // seq of the last accepted effect
 	for _, r := range history {
-		if w, ok := owner[r.Token]; !ok {
-			owner[r.Token] = r.Worker
-		} else if w != r.Worker {
-			flag(TokenReused, r, "token %d was first used by worker %s", r.Token, w)
-		}
-		if r.Seq < 0 || r.Seq >= jobs {
-			flag(Mismatch, r, "seq outside [0, %d)", jobs)
-			continue
-		}
-		if id, ok := idOf[r.Seq]; !ok {
-			idOf[r.Seq] = r.JobID
-		} else if id != r.JobID {
-			flag(Mismatch, r, "seq %d was job %s before", r.Seq, id)
-		}
-		if !r.Accepted {
+		if !identify(r, jobs, owner, idOf, flag) || !r.Accepted {
 			continue
 		}
 		if r.Token < lastTok {
@@ -113,4 +99,25 @@ func CheckBatch(history []Record, jobs, batch int) []Violation {
 		flag(Lost, Record{Index: -1}, "jobs %d..%d have no accepted effect", high+1, jobs-1)
 	}
 	return out
+}
+
+// identify checks what r says of itself against what came before: its
+// token belongs to one worker, its seq is in range and names one job ID.
+// False when the seq is out of range (nothing more can be judged).
+func identify(r Record, jobs int, owner map[int64]string, idOf map[int]string, flag func(Kind, Record, string, ...any)) bool {
+	if w, ok := owner[r.Token]; !ok {
+		owner[r.Token] = r.Worker
+	} else if w != r.Worker {
+		flag(TokenReused, r, "token %d was first used by worker %s", r.Token, w)
+	}
+	if r.Seq < 0 || r.Seq >= jobs {
+		flag(Mismatch, r, "seq outside [0, %d)", jobs)
+		return false
+	}
+	if id, ok := idOf[r.Seq]; !ok {
+		idOf[r.Seq] = r.JobID
+	} else if id != r.JobID {
+		flag(Mismatch, r, "seq %d was job %s before", r.Seq, id)
+	}
+	return true
 }

@@ -60,13 +60,7 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 			return err
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				continue
-			}
-			redisFails++
-			d := w.cfg.Backoff.Delay(redisFails)
-			log.Warn("could not reach the queue, retrying", "err", err, "retryInMs", d.Milliseconds())
-			backoff.Sleep(ctx, d)
+			w.unreachable(ctx, err, &redisFails, log)
 			continue
 		}
 		redisFails = 0
@@ -77,25 +71,41 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 			wait = 0
 			continue
 		}
-		if paused = pausedNow(paused, s.paused, log); paused {
-			w.idle(ctx) // Resume wakes it
-			continue
-		}
-		if len(s.claimed) == 0 {
-			w.idle(ctx)
+		if paused = pausedNow(paused, s.paused, log); paused || len(s.claimed) == 0 {
+			w.idle(ctx) // Resume or an enqueue notice wakes it
 			continue
 		}
 		var cut bool
 		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); err != nil {
 			return err
 		}
-		switch {
-		case cut: // the window closed after len(b.done) jobs: claim as many next
-			size = max(1, len(b.done))
-		case len(s.claimed) == size:
-			size = min(w.cfg.Batch, 2*size)
-		}
+		size = w.nextSize(size, len(s.claimed), len(b.done), cut)
 	}
+}
+
+// nextSize is how many jobs to claim after a batch of claimed jobs of
+// which done ran: as many as ran when the window cut it, twice as many
+// (up to Batch) when the queue filled it.
+func (w *Worker) nextSize(size, claimed, done int, cut bool) int {
+	switch {
+	case cut:
+		return max(1, done)
+	case claimed == size:
+		return min(w.cfg.Batch, 2*size)
+	}
+	return size
+}
+
+// unreachable waits out a step that did not reach the queue, the fails-th
+// in a row, with back-off; at once when ctx is done.
+func (w *Worker) unreachable(ctx context.Context, err error, fails *int, log *slog.Logger) {
+	if ctx.Err() != nil {
+		return
+	}
+	*fails++
+	d := w.cfg.Backoff.Delay(*fails)
+	log.Warn("could not reach the queue, retrying", "err", err, "retryInMs", d.Milliseconds())
+	backoff.Sleep(ctx, d)
 }
 
 // recorded accounts for a successful step that carried b.

@@ -60,39 +60,7 @@ type stepped struct {
 // of the claimed entries: one round trip. A stale token is refused first
 // and changes nothing.
 func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (stepped, error) {
-	keys := []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
-	args := make([]any, 0, 8+6*len(b.done))
-	args = append(args, token, q.nowMillis(), claim, b.from)
-	switch {
-	case len(b.unstarted) > 0 && b.unstarted[0].single:
-		args = append(args, "single", b.unstarted[0].job.ID)
-	case len(b.unstarted) > 0 || b.started != nil && !b.started.single:
-		kept := 0
-		if b.started != nil {
-			kept = 1
-		}
-		args = append(args, "batch", kept)
-	default:
-		args = append(args, "", "")
-	}
-	forget := ""
-	for _, o := range b.done {
-		if o.e.single {
-			forget = o.e.job.ID // handed out alone: its count is in the hash
-		}
-	}
-	args = append(args, forget, len(b.done))
-	for _, o := range b.done {
-		payload, enqueued := "", ""
-		if o.cause != "" {
-			keys = append(keys, q.deadRecord(o.e.job.ID))
-			payload, enqueued = string(o.e.job.Payload), "0"
-			if t := o.e.job.EnqueuedAt; !t.IsZero() {
-				enqueued = strconv.FormatInt(t.UnixMilli(), 10)
-			}
-		}
-		args = append(args, o.e.streamID, o.e.job.ID, o.attempts, o.cause, payload, enqueued)
-	}
+	keys, args := q.stepArgs(token, b, claim)
 	// The position this step should leave: the last outcome's, or the
 	// one the jobs were claimed after.
 	expect := b.from
@@ -125,33 +93,80 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	if err != nil || count == 0 {
 		return s, err
 	}
-	// A batch: its entries come from the pipelined read, or, when that
-	// read started elsewhere (the first step, a position gone back), from
-	// one more.
+	if read == nil || expect != s.position {
+		read = nil // it started elsewhere (the first step, a position gone back)
+	}
+	s.claimed, err = q.readClaimed(ctx, read, s.position, count)
+	return s, err
+}
+
+// stepArgs is step.lua's keys and arguments for b and claim.
+func (q *Queue) stepArgs(token int64, b batch, claim int) (keys []string, args []any) {
+	keys = []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
+	args = make([]any, 0, 8+6*len(b.done))
+	args = append(args, token, q.nowMillis(), claim, b.from)
+	switch {
+	case len(b.unstarted) > 0 && b.unstarted[0].single:
+		args = append(args, "single", b.unstarted[0].job.ID)
+	case len(b.unstarted) > 0 || b.started != nil && !b.started.single:
+		kept := 0
+		if b.started != nil {
+			kept = 1
+		}
+		args = append(args, "batch", kept)
+	default:
+		args = append(args, "", "")
+	}
+	forget := ""
+	for _, o := range b.done {
+		if o.e.single {
+			forget = o.e.job.ID // handed out alone: its count is in the hash
+		}
+	}
+	args = append(args, forget, len(b.done))
+	for _, o := range b.done {
+		payload, enqueued := "", ""
+		if o.cause != "" {
+			keys = append(keys, q.deadRecord(o.e.job.ID))
+			payload, enqueued = string(o.e.job.Payload), "0"
+			if t := o.e.job.EnqueuedAt; !t.IsZero() {
+				enqueued = strconv.FormatInt(t.UnixMilli(), 10)
+			}
+		}
+		args = append(args, o.e.streamID, o.e.job.ID, o.attempts, o.cause, payload, enqueued)
+	}
+	return keys, args
+}
+
+// readClaimed returns the count entries a step claimed after position:
+// from read, the XRANGE pipelined behind the step, or when that is nil
+// from one more read.
+func (q *Queue) readClaimed(ctx context.Context, read *redis.Cmd, position string, count int) ([]*entry, error) {
 	var entries []any
-	if read != nil && expect == s.position {
+	var err error
+	if read != nil {
 		entries, err = read.Slice()
 	} else {
 		pipe := q.cfg.Client.Pipeline() // Cmdable has no Do
-		read = pipe.Do(ctx, "XRANGE", q.stream, "("+s.position, "+", "COUNT", count)
+		read = pipe.Do(ctx, "XRANGE", q.stream, "("+position, "+", "COUNT", count)
 		if _, err = pipe.Exec(ctx); err == nil {
 			entries, err = read.Slice()
 		}
 	}
 	if err != nil {
-		return stepped{}, fmt.Errorf("jobs: step: read the claimed jobs: %w", err)
+		return nil, fmt.Errorf("jobs: step: read the claimed jobs: %w", err)
 	}
 	if len(entries) < count {
-		return stepped{}, fmt.Errorf("jobs: step: %d claimed, %d read", count, len(entries))
+		return nil, fmt.Errorf("jobs: step: %d claimed, %d read", count, len(entries))
 	}
-	s.claimed = make([]*entry, count)
+	claimed := make([]*entry, count)
 	for i := range count {
-		if s.claimed[i], err = parseEntry(entries[i]); err != nil {
-			return stepped{}, err
+		if claimed[i], err = parseEntry(entries[i]); err != nil {
+			return nil, err
 		}
-		s.claimed[i].job.Attempt = 1
+		claimed[i].job.Attempt = 1
 	}
-	return s, nil
+	return claimed, nil
 }
 
 // parseStep reads step.lua's reply; count is the size of a claimed batch
