@@ -14,6 +14,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/rs/zerolog"
 
 	"github.com/lockworker/lockworker/internal/backoff"
@@ -181,7 +182,9 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 	if n.client != nil {
 		_ = n.client.Close()
 	}
-	n.client = redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	// Maintenance notifications off: their auto-mode fallback races with a
+	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
+	n.client = redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: r.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	return nil
 }
 
