@@ -97,7 +97,7 @@ type Leader struct {
 	// armed since). deafUntil ends the wait that follows such a
 	// leadership; release notices before it are not heard.
 	acquireErrs   int
-	replicaErrs   int // of which the last ones in a row: ErrReplicas
+	replicasLast  bool // the last of them was ErrReplicas
 	quickEnds     int
 	endedByItself bool
 	deafUntil     time.Time
@@ -175,13 +175,10 @@ func (l *Leader) Acquire(ctx context.Context) error {
 	switch result {
 	case "error":
 		l.acquireErrs++
-		l.replicaErrs = 0
-		if errors.Is(err, redislock.ErrReplicas) {
-			l.replicaErrs = l.acquireErrs
-		}
+		l.replicasLast = errors.Is(err, redislock.ErrReplicas)
 		l.noteErr(fmt.Errorf("acquire: %w", err))
 	case "acquired":
-		l.acquireErrs, l.replicaErrs = 0, 0
+		l.acquireErrs, l.replicasLast = 0, false
 	} // "held" keeps the count: a failing attempt of another replica also answers held
 	if err == nil {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
@@ -302,8 +299,8 @@ func (l *Leader) RetryDelay() time.Duration {
 	}
 	d := backoff.Jitter(l.cfg.RetryInterval, 0.1)
 	switch {
-	case l.replicaErrs > 0:
-		d = min(replicaBackoff.Delay(l.replicaErrs), d)
+	case l.replicasLast:
+		d = min(replicaBackoff.Delay(l.acquireErrs), d)
 	case l.acquireErrs > 0:
 		d = scaled(errorBackoff, unit).Delay(l.acquireErrs)
 	}
