@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // dial builds the clients REDIS_MODE asks for, and names each lock node
@@ -29,10 +29,7 @@ import (
 // try again. Context timeouts are on so a call's deadline bounds the
 // socket read too.
 //
-// Maintenance notifications (a Redis Cloud/Enterprise feature) are off:
-// in their default auto mode the first handshake that fails writes the
-// mode into a config the cluster client shares between its nodes' clients
-// while other nodes read it (a data race go-redis v9.23 has).
+// Maintenance notifications are off (see redisopt).
 func dial(cfg config.Config, opts []*redis.Options) ([]redis.UniversalClient, []string) {
 	switch cfg.RedisMode {
 	case config.ModeSentinel:
@@ -74,7 +71,7 @@ func parseURLs(cfg config.Config) ([]*redis.Options, error) {
 		o.ReadTimeout = cfg.RedisNodeTimeout
 		o.WriteTimeout = cfg.RedisNodeTimeout
 		o.ClientName = "lockworker-" + cfg.WorkerID
-		o.MaintNotificationsConfig = noMaintNotifications()
+		o.MaintNotificationsConfig = redisopt.NoMaintNotifications()
 		if o.TLSConfig != nil {
 			o.TLSConfig.MinVersion = tls.VersionTLS12
 			if pool != nil {
@@ -111,10 +108,6 @@ func failoverOptions(cfg config.Config, opts []*redis.Options) *redis.FailoverOp
 	}
 }
 
-func noMaintNotifications() *maintnotifications.Config {
-	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-}
-
 // clusterOptions: the URLs are seeds of one cluster and share user,
 // password and TLS (config checks). Reads go to masters only (ReadOnly
 // false): a replica may lag, and the lock must read what it wrote.
@@ -134,7 +127,7 @@ func clusterOptions(opts []*redis.Options) *redis.ClusterOptions {
 		ContextTimeoutEnabled: true,
 		TLSConfig:             perNodeTLS(o.TLSConfig),
 
-		MaintNotificationsConfig: noMaintNotifications(),
+		MaintNotificationsConfig: redisopt.NoMaintNotifications(),
 	}
 }
 

@@ -14,13 +14,13 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/rs/zerolog"
 
 	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // lockKey is the Redis key of the daemon's default LOCK_KEY (with its hash
@@ -182,9 +182,7 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 	if n.client != nil {
 		_ = n.client.Close()
 	}
-	// Maintenance notifications off: their auto-mode fallback races with a
-	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
-	n.client = redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: r.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	n.client = redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: r.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	return nil
 }
 

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // fastSync makes a master start a replica's full sync at once, instead of
@@ -29,9 +30,7 @@ func onlineReplicas(ctx context.Context, addr string) (int, error) {
 
 // adminDo sends one command to addr on a connection of its own.
 func adminDo(ctx context.Context, addr string, args ...any) *redis.Cmd {
-	// Maintenance notifications off: their auto-mode fallback races with a
-	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: addr, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true, PoolSize: 1})
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: addr, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true, PoolSize: 1})
 	defer func() { _ = c.Close() }()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

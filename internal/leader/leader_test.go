@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -81,7 +81,7 @@ func newRig(t *testing.T, ttl time.Duration, servers ...*redistest.Server) *rig 
 	t.Helper()
 	var nodes []redis.Scripter
 	for _, s := range servers {
-		c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+		c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = c.Close() })
 		nodes = append(nodes, c)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -17,7 +17,7 @@ import (
 // "1 node, 1 goroutine" row does it, with the server's CPU per cycle.
 func BenchmarkCycle(b *testing.B) {
 	s := redistest.Start(b, redistest.Options{})
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Second, WriteTimeout: time.Second})
 	b.Cleanup(func() { _ = c.Close() })
 	l, err := New(Config{Nodes: []redis.Scripter{c}, Key: "{lw:bench}", TTL: 10 * time.Second, NodeTimeout: time.Second})

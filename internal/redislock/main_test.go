@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
 
+	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -38,7 +38,7 @@ func newLocker(t *testing.T, nodes []*redis.Client, mod func(*Config)) *Locker {
 // admin is a plain client for inspecting and arranging a server's keys.
 func admin(t *testing.T, s *redistest.Server) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: s.Addr()})
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: s.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -50,7 +50,7 @@ func admin(t *testing.T, s *redistest.Server) *redis.Client {
 // open and initialise four connections.
 func warmClient(t *testing.T, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
 	var wg sync.WaitGroup
 	for range 4 {

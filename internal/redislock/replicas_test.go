@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/redistest"
 )
 
@@ -148,7 +148,7 @@ func TestTokensAcrossSentinelFailover(t *testing.T) {
 // attempt reaches the new one.
 func TestTokensAcrossClusterFailover(t *testing.T) {
 	cl := redistest.StartCluster(t, fleet.ClusterSpec{})
-	c := redis.NewClusterClient(&redis.ClusterOptions{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	c := redis.NewClusterClient(&redis.ClusterOptions{MaintNotificationsConfig: redisopt.NoMaintNotifications(),
 		Addrs: addrsOf(cl.Nodes), MaxRedirects: -1, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true,
 	})
 	t.Cleanup(func() { _ = c.Close() })

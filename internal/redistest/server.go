@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // Server is one redis-server process owned by a test, started by
@@ -62,9 +62,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() }
 
 // Client returns a go-redis client for the server, closed at test end.
 func (s *Server) Client() *redis.Client {
-	// Maintenance notifications off: their auto-mode fallback races with a
-	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	s.t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // failoverSample is one forced failover of the Redis master while the
@@ -69,9 +69,7 @@ func (c *cluster) failoverRound(ctx context.Context) (failoverSample, error) {
 // watchPromotion polls the node at addr until it is the master and has
 // committed a job as one, or ctx ends (zero durations then).
 func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) failoverSample {
-	// Maintenance notifications off: their auto-mode fallback races with a
-	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
-	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}, Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, ReadTimeout: time.Second})
+	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, ReadTimeout: time.Second})
 	defer func() { _ = c.Close() }()
 	key := redislock.TaggedKey(lockKey)
 	q, err := jobs.New(jobs.Config{Client: c, Prefix: redislock.JobsPrefix(key), EpochKey: redislock.EpochKey(key)})

@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
 // newClient is the one go-redis configuration every library gets, so only
@@ -12,9 +13,7 @@ import (
 // redis.go): no retries, context deadlines bound socket reads, and the node
 // timeout for dial, read and write.
 func newClient(addr string, o options) *redis.Client {
-	// Maintenance notifications off: their auto-mode fallback races with a
-	// Conn's on the same client in go-redis v9.23 (see backend/dial.go).
-	return redis.NewClient(&redis.Options{MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	return redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(),
 		Addr:                  addr,
 		PoolSize:              poolSize(o),
 		MaxRetries:            -1,
