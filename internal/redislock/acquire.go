@@ -33,11 +33,14 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 		args = []any{a.value, l.ttlArg, workerID, "0"}
 	}
 	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
-		if i == l.epochNode {
+		switch c, plain := n.(setNX); {
+		case i == l.epochNode:
 			// The authority mints the token in the same script when it
 			// grants, and its replicas acknowledge it in the same round trip.
 			v, err = l.replicated(ctx, acquireScript, l.acqKeys, mint, granted)
-		} else {
+		case plain:
+			v, err = l.plainAcquire(ctx, n, c, args)
+		default:
 			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 		}
 		if err == nil && len(v) != 2 {
@@ -58,6 +61,31 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 		return a.fail(ctx, fmt.Errorf("redislock: acquire: %d of %d nodes granted, %d needed, released: %w",
 			len(a.yes), len(l.nodes), l.quorum, errors.Join(a.errs...)))
 	}
+}
+
+// setNX is a node client that can send SET (every go-redis client; other
+// Scripters run acquire.lua alone).
+type setNX interface {
+	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
+}
+
+// plainAcquire is acquire.lua's answer on a node that mints no token, in
+// one plain SET NX PX when the key is free: no script is needed to create
+// it, since SET NX never changes a value it did not write (renew and
+// release, which do, stay compare-before-change scripts). Only when the
+// key is taken does acquire.lua run, in a second round trip, to tell this
+// attempt's own key (a re-sent SET whose reply was lost) from another's
+// and read its TTL.
+func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, args []any) ([]int64, error) {
+	prefix, workerID := args[0].(string), args[2].(string)
+	err := c.SetArgs(ctx, l.key, prefix+"0:"+workerID, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
+	if err == nil {
+		return []int64{1, 0}, nil
+	}
+	if !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	return acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 }
 
 // granted says an acquire reply holds the lock (on the authority: and so
