@@ -20,6 +20,7 @@ import (
 type failoverSample struct {
 	promoted time.Duration // → the replica answers ROLE as the master
 	commit   time.Duration // → the first job committed on the new master
+	refilled bool          // the failover lost the queued jobs: one was enqueued on the new master
 }
 
 // failoverRound keeps the leader busy, forces a failover of the master
@@ -78,6 +79,7 @@ func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) fai
 	}
 	var s failoverSample
 	from := int64(-1)
+	refilled := false
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -90,6 +92,13 @@ func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) fai
 				case st.Committed > from:
 					s.commit = time.Since(t0)
 					return s
+				case st.Pending == 0 && !refilled:
+					// The failover lost the queued jobs (enqueues are
+					// acknowledged before they replicate): give the leader
+					// one to commit, so the round times the leadership,
+					// not the producer.
+					_, err := q.Enqueue(ctx, []byte("work"))
+					refilled, s.refilled = err == nil, err == nil
 				}
 			}
 		}

@@ -198,8 +198,12 @@ func (c *cluster) measure(ctx context.Context, progress io.Writer) (result, erro
 			return res, err
 		}
 		res.failovers = append(res.failovers, s)
-		fmt.Fprintf(progress, "%-14s failover %2d/%d: master promoted after %s, next job committed after %s\n",
-			c.prefix(), i+1, c.opts.failovers, ms(s.promoted), ms(s.commit))
+		lost := ""
+		if s.refilled {
+			lost = " (the failover lost the queued jobs: one was enqueued on the new master)"
+		}
+		fmt.Fprintf(progress, "%-14s failover %2d/%d: master promoted after %s, next job committed after %s%s\n",
+			c.prefix(), i+1, c.opts.failovers, ms(s.promoted), ms(s.commit), lost)
 		if _, err := c.steady(ctx); err != nil {
 			return res, err
 		}

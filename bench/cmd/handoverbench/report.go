@@ -77,13 +77,21 @@ func failoverRows(w io.Writer, res result) {
 		return
 	}
 	var promoted, commit, reaction []time.Duration
+	lost := 0
 	for _, s := range res.failovers {
 		promoted = append(promoted, s.promoted)
 		commit = append(commit, s.commit)
 		reaction = append(reaction, s.commit-s.promoted)
+		if s.refilled {
+			lost++
+		}
+	}
+	note := ""
+	if lost > 0 {
+		note = fmt.Sprintf("%d lost the queued jobs (one enqueued on the new master)", lost)
 	}
 	row(w, "Redis failover → replica is master", res.mode, onOff(res.notices), promoted, "", "")
-	row(w, "Redis failover → next job committed", res.mode, onOff(res.notices), commit, "", "")
+	row(w, "Redis failover → next job committed", res.mode, onOff(res.notices), commit, "", note)
 	row(w, "  replica is master → next commit", res.mode, onOff(res.notices), reaction, "", "")
 }
 
