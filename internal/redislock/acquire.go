@@ -28,8 +28,8 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	// scripts compare it before any change.
 	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now()}
 	mint := []any{a.value, l.ttlArg, workerID, "1"}
-	var args []any
-	if len(l.nodes) > 1 {
+	var args []any // for the nodes that mint no token
+	if len(l.nodes) > 1 || l.epochNode < 0 {
 		args = []any{a.value, l.ttlArg, workerID, "0"}
 	}
 	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
@@ -39,7 +39,7 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 			// grants, and its replicas acknowledge it in the same round trip.
 			v, err = l.replicated(ctx, acquireScript, l.acqKeys, mint, granted)
 		case plain:
-			v, err = l.plainAcquire(ctx, n, c, args)
+			v, err = l.plainAcquire(ctx, n, c, a.value+"0:"+workerID, args)
 		default:
 			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 		}
@@ -75,10 +75,10 @@ type setNX interface {
 // release, which do, stay compare-before-change scripts). Only when the
 // key is taken does acquire.lua run, in a second round trip, to tell this
 // attempt's own key (a re-sent SET whose reply was lost) from another's
-// and read its TTL.
-func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, args []any) ([]int64, error) {
-	prefix, workerID := args[0].(string), args[2].(string)
-	err := c.SetArgs(ctx, l.key, prefix+"0:"+workerID, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
+// and read its TTL. value is what acquire.lua writes there,
+// "<secret>:0:<worker>"; args are acquire.lua's.
+func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, value string, args []any) ([]int64, error) {
+	err := c.SetArgs(ctx, l.key, value, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
 	if err == nil {
 		return []int64{1, 0}, nil
 	}

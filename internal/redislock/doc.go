@@ -22,11 +22,12 @@
 //     Nodes[0]). The authority mints the token inside its own acquire
 //     script when it grants (one round trip for the whole acquire); when it
 //     is no lock node or did not grant, the epoch is bumped on it right
-//     after the quorum is won. The other Redlock nodes are taken with a
+//     after the quorum is won. The other lock nodes are taken with a
 //     plain SET NX PX, which only ever creates the key; a script runs there
 //     only when the key is taken, to tell this attempt's own key (a
-//     re-sent SET) from another holder's and read its TTL. Per-node counters across different quorums
-//     are not monotonic and are never used.
+//     re-sent SET) from another holder's and read its TTL. Per-node
+//     counters across different quorums are not monotonic and are never
+//     used.
 //   - Redlock mints before the quorum is known, so an attempt that fails
 //     can burn a token above the working leader's. The job store must
 //     therefore reject a write whose token is below the highest token it
