@@ -79,7 +79,6 @@ func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) fai
 	}
 	var s failoverSample
 	from := int64(-1)
-	refilled := false
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -92,13 +91,13 @@ func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) fai
 				case st.Committed > from:
 					s.commit = time.Since(t0)
 					return s
-				case st.Pending == 0 && !refilled:
+				case st.Pending == 0 && !s.refilled:
 					// The failover lost the queued jobs (enqueues are
 					// acknowledged before they replicate): give the leader
 					// one to commit, so the round times the leadership,
 					// not the producer.
 					_, err := q.Enqueue(ctx, []byte("work"))
-					refilled, s.refilled = err == nil, err == nil
+					s.refilled = err == nil
 				}
 			}
 		}
