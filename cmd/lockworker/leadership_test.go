@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -157,13 +158,15 @@ func TestWorkPanicBacksOff(t *testing.T) {
 		ms, _ := strconv.Atoi(m[1])
 		waits = append(waits, ms)
 	}
-	lows := []int{62, 125, 250, 500, 1000, 1000}
+	// The first low is 62.5ms and the log truncates to whole ms: a wait
+	// of 62.5ms logs 62, one just under 125ms logs 124.
+	lows := []float64{62.5, 125, 250, 500, 1000, 1000}
 	if len(waits) < len(lows) {
 		t.Fatalf("%d waits armed, want at least %d:\n%s", len(waits), len(lows), logs)
 	}
 	for i, lo := range lows {
-		if waits[i] < lo || waits[i] >= 2*lo {
-			t.Errorf("wait %d after %d quick failures: %dms, want in [%d, %d)ms (all: %v)", i+1, i+1, waits[i], lo, 2*lo, waits)
+		if w := float64(waits[i]); w < math.Floor(lo) || w >= 2*lo {
+			t.Errorf("wait %d after %d quick failures: %dms, want in [%g, %g)ms (all: %v)", i+1, i+1, waits[i], lo, 2*lo, waits)
 		}
 	}
 	if strings.Contains(logs, "to=acquiring_lock trigger=RELEASE_NOTICE") {
