@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redisopt"
 )
@@ -62,16 +63,13 @@ func TestWatchPromotionRefills(t *testing.T) {
 			// new master's leader starts after the promotion.
 			watched := make(chan failoverSample, 1)
 			go func() { watched <- watchPromotion(ctx, r.Addr(), lockKey, time.Now()) }()
-			for {
+			poll.Until(t, 10*time.Second, "the watcher's first Stats", func() bool {
 				list, err := c.ClientList(ctx).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if strings.Contains(list, " cmd=exec ") {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+				return strings.Contains(list, " cmd=exec ")
+			})
 			w, err := jobs.NewWorker(jobs.WorkerConfig{Queue: q, Handler: jobs.HandlerFunc(noop), Batch: 1, PollInterval: 5 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
