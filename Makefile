@@ -45,7 +45,7 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/peerbench -bin $(abspath $(BIN)) $(BENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
-	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
+	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
 ## table and fails on any safety violation. SEED=n repeats a run's faults;

@@ -647,6 +647,73 @@ func benchNoop(b *testing.B, batch int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
+// floorScript is the least a fenced, ordered commit of one job can do in
+// Redis: refuse a token below the fence, refuse a commit that is not of
+// the entry after the committed position, move the position. It keeps no
+// attempts, counters, claim mark or last-commit record and trims nothing,
+// all of which step.lua does; it exists only for BenchmarkStepFloor.
+var floorScript = redis.NewScript(`
+if tonumber(ARGV[1]) < tonumber(redis.call('GET', KEYS[1]) or '0') then return 0 end
+if (redis.call('GET', KEYS[2]) or '0-0') ~= ARGV[2] then return -1 end
+redis.call('SET', KEYS[2], ARGV[3])
+return 1`)
+
+// BenchmarkStepFloor is the ceiling of one job per round trip on this
+// machine and Redis, beside BenchmarkProcessNoop: the same client sends
+// floorScript to commit job i with the XRANGE that claims job i+1
+// pipelined behind it, and decodes the entry, as the worker's loop does
+// with step.lua, but with no handler and no Worker. Its jobs/s ÷
+// BenchmarkRedisRoundTrip's rtt/s bounds what any fenced, ordered queue on
+// a Redis stream reaches with one round trip per job.
+func BenchmarkStepFloor(b *testing.B) {
+	e := newEnv(b)
+	q := e.queue(b, HandlerFunc(noop), nil)
+	ctx := context.Background()
+	for left := b.N + 1; left > 0; left -= 10000 {
+		pipe := e.c.Pipeline()
+		for range min(left, 10000) {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const token = 7
+	if err := e.c.Set(ctx, q.fence, token, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := floorScript.Load(ctx, e.c).Err(); err != nil {
+		b.Fatal(err)
+	}
+	first, err := e.c.XRangeN(ctx, q.stream, "-", "+", 1).Result()
+	if err != nil || len(first) != 1 {
+		b.Fatalf("first entry: %v %v", first, err)
+	}
+	keys := []string{q.fence, q.position}
+	pos, cur := "0-0", first[0].ID
+	b.ResetTimer()
+	for i := range b.N {
+		pipe := e.c.Pipeline()
+		run := pipe.EvalSha(ctx, floorScript.Hash(), keys, token, pos, cur)
+		read := pipe.Do(ctx, "XRANGE", q.stream, "("+cur, "+", "COUNT", 1)
+		_, _ = pipe.Exec(ctx)
+		if v, err := run.Int64(); err != nil || v != 1 {
+			b.Fatalf("job %d: commit %d, %v", i, v, err)
+		}
+		next, err := read.Slice()
+		if err != nil || len(next) != 1 {
+			b.Fatalf("job %d: claim %v, %v", i, next, err)
+		}
+		ent, err := parseEntry(next[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		pos, cur = cur, ent.streamID
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
 // BenchmarkRedisRoundTrip is the physical limit beside BenchmarkProcessNoop:
 // one PING on the same kind of client. With one job per round trip,
 // jobs/s stays below these round trips/s by the step script's own time

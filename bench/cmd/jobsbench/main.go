@@ -2,11 +2,13 @@
 // `make bench` prints: no-op jobs per second one job per round trip
 // (BenchmarkProcessNoop) and with group commit (BenchmarkProcessNoopBatched),
 // raw Redis round trips per second on the same client (BenchmarkRedisRoundTrip),
-// and the two ratios, each as the median and range over the runs. Run i of
+// the floor of one job per round trip (BenchmarkStepFloor: the least a
+// fenced, ordered commit can do, with the next claim behind it), and the
+// three ratios, each as the median and range over the runs. Run i of
 // each benchmark is paired with run i of the round trip, so every ratio
 // compares figures from one `go test` invocation.
 //
-//	go test -run '^$' -bench 'ProcessNoop|RedisRoundTrip' -count 5 ./internal/jobs | (cd bench && go run ./cmd/jobsbench)
+//	go test -run '^$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count 5 ./internal/jobs | (cd bench && go run ./cmd/jobsbench)
 //
 // The benchmark output is copied to stderr as it is read.
 package main
@@ -40,6 +42,7 @@ const (
 	noop    = "ProcessNoop"
 	batched = "ProcessNoopBatched"
 	rtt     = "RedisRoundTrip"
+	floor   = "StepFloor"
 )
 
 func run(in io.Reader, out, echo io.Writer) error {
@@ -47,7 +50,7 @@ func run(in io.Reader, out, echo io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{noop, batched, rtt} {
+	for _, name := range []string{noop, batched, rtt, floor} {
 		if len(runs[name]) == 0 {
 			return fmt.Errorf("no result of Benchmark%s in the input", name)
 		}
@@ -113,7 +116,10 @@ func write(w io.Writer, runs map[string][]float64) error {
 		{"jobs/s, one job per round trip (JOB_BATCH=1)", runs[noop], "%.0f"},
 		{"jobs/s, group commit (JOB_BATCH default)", runs[batched], "%.0f"},
 		{"Redis round trips/s (PING, same client)", runs[rtt], "%.0f"},
+		{"jobs/s, floor: least fenced commit + claim on the stream", runs[floor], "%.0f"},
 		{"one job per round trip ÷ round trips", ratios(runs[noop], runs[rtt]), "%.2f×"},
+		{"floor ÷ round trips (one job per round trip on a stream can reach no more)", ratios(runs[floor], runs[rtt]), "%.2f×"},
+		{"one job per round trip ÷ floor", ratios(runs[noop], runs[floor]), "%.2f×"},
 		{"group commit ÷ round trips", ratios(runs[batched], runs[rtt]), "%.2f×"},
 	} {
 		s, err := summarize(r.xs)

@@ -17,6 +17,9 @@ BenchmarkProcessNoopBatched-2   	   80000	     12500 ns/op	     80000 jobs/s
 BenchmarkRedisRoundTrip-2       	   10000	    100000 ns/op	     10000 rtt/s
 BenchmarkRedisRoundTrip-2       	   20000	     50000 ns/op	     20000 rtt/s
 BenchmarkRedisRoundTrip-2       	    8000	    125000 ns/op	      8000 rtt/s
+BenchmarkStepFloor-2            	    8000	    125000 ns/op	      8000 jobs/s
+BenchmarkStepFloor-2            	   16000	     62500 ns/op	     16000 jobs/s
+BenchmarkStepFloor-2            	    4000	    250000 ns/op	      4000 jobs/s
 PASS
 `
 
@@ -35,6 +38,9 @@ func TestTable(t *testing.T) {
 		// run by run: 0.50, 0.30, 0.50 and 10, 6, 10
 		"| one job per round trip ÷ round trips | 0.50× | 0.30×–0.50× | 3 |",
 		"| group commit ÷ round trips | 10.00× | 6.00×–10.00× | 3 |",
+		// 0.80, 0.80, 0.50 and 0.625, 0.375, 1.00
+		"| floor ÷ round trips (one job per round trip on a stream can reach no more) | 0.80× | 0.50×–0.80× | 3 |",
+		"| one job per round trip ÷ floor | 0.62× | 0.38×–1.00× | 3 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -43,11 +49,13 @@ func TestTable(t *testing.T) {
 }
 
 func TestMissingBenchmark(t *testing.T) {
-	in := strings.ReplaceAll(sample, "BenchmarkRedisRoundTrip", "BenchmarkOther")
-	var out bytes.Buffer
-	err := run(strings.NewReader(in), &out, &bytes.Buffer{})
-	if err == nil || !strings.Contains(err.Error(), "RedisRoundTrip") {
-		t.Fatalf("run: %v, want an error naming the missing benchmark", err)
+	for _, name := range []string{"RedisRoundTrip", "StepFloor"} {
+		in := strings.ReplaceAll(sample, "Benchmark"+name, "BenchmarkOther")
+		var out bytes.Buffer
+		err := run(strings.NewReader(in), &out, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("run without %s: %v, want an error naming it", name, err)
+		}
 	}
 }
 
