@@ -4,9 +4,9 @@
 // raw Redis round trips per second on the same client (BenchmarkRedisRoundTrip),
 // the floor of one job per round trip (BenchmarkStepFloor: the least a
 // fenced, ordered commit can do, with the next claim behind it), and the
-// three ratios, each as the median and range over the runs. Run i of
-// each benchmark is paired with run i of the round trip, so every ratio
-// compares figures from one `go test` invocation.
+// three ratios, each as the median and range over the runs. Each ratio
+// pairs run i of one benchmark with run i of the other, so it compares
+// figures from one `go test` invocation.
 //
 //	go test -run '^$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count 5 ./internal/jobs | (cd bench && go run ./cmd/jobsbench)
 //
