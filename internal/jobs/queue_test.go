@@ -624,16 +624,7 @@ func benchNoop(b *testing.B, batch int) {
 	q := e.queue(b, HandlerFunc(noop), func(c *WorkerConfig) { c.Batch = batch })
 	token := becomeLeader(b, e.c)
 	ctx := context.Background()
-	// Enqueue outside the timer, in pipelines.
-	for left := b.N; left > 0; left -= 10000 {
-		pipe := e.c.Pipeline()
-		for range min(left, 10000) {
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillQueue(b, e, q.stream, b.N) // outside the timer
 	b.ResetTimer()
 	stop, _ := process(b, q, newLease(token, time.Hour))
 	poll.Until(b, 10*time.Minute, "all commits", func() bool {
@@ -645,6 +636,21 @@ func benchNoop(b *testing.B, batch int) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// fillQueue adds n no-op job entries to stream, in pipelines of 10,000.
+func fillQueue(b *testing.B, e *env, stream string, n int) {
+	b.Helper()
+	ctx := context.Background()
+	for left := n; left > 0; left -= 10000 {
+		pipe := e.c.Pipeline()
+		for range min(left, 10000) {
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // floorScript is the least a fenced, ordered commit of one job can do in
@@ -669,15 +675,7 @@ func BenchmarkStepFloor(b *testing.B) {
 	e := newEnv(b)
 	q := e.queue(b, HandlerFunc(noop), nil)
 	ctx := context.Background()
-	for left := b.N + 1; left > 0; left -= 10000 {
-		pipe := e.c.Pipeline()
-		for range min(left, 10000) {
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: q.stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillQueue(b, e, q.stream, b.N+1)
 	const token = 7
 	if err := e.c.Set(ctx, q.fence, token, 0).Err(); err != nil {
 		b.Fatal(err)
