@@ -54,7 +54,7 @@ FAULTS ?= 200
 BATCH  ?= 0
 chaos: redis-server
 	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
-	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/chaos \
+	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
 		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
 
 fmt-check:

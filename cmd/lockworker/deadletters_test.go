@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/poll"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestDeadLettersAndRequeue: a job whose command fails is dead-lettered with

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestEnqueueArguments: -h helps and enqueues nothing, -- lets a payload

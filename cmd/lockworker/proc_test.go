@@ -18,8 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/config"
-	"github.com/lockworker/lockworker/internal/redistest"
 	"github.com/lockworker/lockworker/internal/tail"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // binary is the lockworker built once for the process-level tests.

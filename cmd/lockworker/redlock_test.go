@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestRedlockHandoverByNotice: over three Redis masters, a SIGTERMed

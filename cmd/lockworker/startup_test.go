@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestPermanentRedisErrorsExitTwo: a Redis that refuses the replica for

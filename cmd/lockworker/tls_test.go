@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/poll"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestTLSWithPrivateCA: a rediss:// URL to a TLS-only port of a real

@@ -12,7 +12,7 @@ import (
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // oldKey is the default LOCK_KEY, which older versions used as it is.

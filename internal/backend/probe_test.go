@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/config"
-	"github.com/lockworker/lockworker/internal/poll"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // openURLs opens a backend for the URLs, closed at test end.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/lockworker/lockworker/internal/browsertest"
+	"github.com/lockworker/lockworker/internal/testkit/browsertest"
 )
 
 // browserPage is a chromium tab on a dashboard served over HTTP with Run

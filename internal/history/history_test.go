@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 // effectIDs is the IDs of the fenced store's effects, in order, and their

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 func TestLogHandler(t *testing.T) {

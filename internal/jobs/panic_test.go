@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/tail"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 // A handler that panics fails that attempt of its job: the stack is logged

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/notice"
-	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 // TestPauseResume: a paused queue hands the leader no new job, while the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/notice"
-	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 func noop(context.Context, Job, Lease) error { return nil }

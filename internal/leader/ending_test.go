@@ -14,8 +14,8 @@ import (
 
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
 	"github.com/lockworker/lockworker/internal/tail"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // endingRig runs the real machine and leader over one real redis-server

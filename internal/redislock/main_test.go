@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/redisopt"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redisopt"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 // TestBumpWaitsForReplicas: with a replica that does not acknowledge (it

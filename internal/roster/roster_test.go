@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redislock"
-	"github.com/lockworker/lockworker/internal/redistest"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/poll"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redisopt"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 // fixedLease is a leadership that outlasts the test.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // Begin is what a writer reports before it writes: the write it is about to

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // The writer's environment: StoreEnv is the coordinator's URL, WorkEnv how

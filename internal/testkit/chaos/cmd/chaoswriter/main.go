@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/lockworker/lockworker/internal/chaos"
+	"github.com/lockworker/lockworker/internal/testkit/chaos"
 )
 
 func main() { os.Exit(chaos.RunWriter(os.Stdin, os.Stderr)) }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/poll"
+	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
 // StartReplica starts a replica of s on a free loopback port and returns

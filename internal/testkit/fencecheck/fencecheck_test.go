@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // w is a write by worker "w<token>" of job "j<seq>", the usual case.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/chaos"
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/chaos"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // TestThousandJobsAcrossLeaderChanges: 1000 jobs through three real

@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lockworker/lockworker/internal/chaos"
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/chaos"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 var (
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	binary, writer = filepath.Join(dir, "lockworker"), filepath.Join(dir, "chaoswriter")
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
 		"github.com/lockworker/lockworker/cmd/lockworker",
-		"github.com/lockworker/lockworker/internal/chaos/cmd/chaoswriter")
+		"github.com/lockworker/lockworker/internal/testkit/chaos/cmd/chaoswriter")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build lockworker and chaoswriter:", err)

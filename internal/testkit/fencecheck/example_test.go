@@ -3,7 +3,7 @@ package fencecheck_test
 import (
 	"fmt"
 
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // A leader (token 1) is paused mid-job; the next leader (token 2) redoes

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
-	"github.com/lockworker/lockworker/internal/fencecheck"
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
 // Config configures a Run.
