@@ -1,0 +1,107 @@
+package keyspace
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestNamesStay holds every name of the default LOCK_KEY as released
+// versions use them: a change here is a keyspace change, which ships with
+// its migration.
+func TestNamesStay(t *testing.T) {
+	b := MustNew("lockworker:leader")
+	l := b.Lease()
+	for _, tt := range []struct{ got, want string }{
+		{b.Key(), "{lockworker:leader}"},
+		{b.Replicas(), "{lockworker:leader}:replicas"},
+		{b.Replica("w-1"), "{lockworker:leader}:replica:w-1"},
+		{b.FleetChannel(), "{lockworker:leader}:fleet"},
+		{b.History(), "{lockworker:leader}:history"},
+		{b.HistoryEnded(), "{lockworker:leader}:history:ended"},
+		{b.StepDown(), "{lockworker:leader}:stepdown"},
+		{b.ControlChannel(), "{lockworker:leader}:control"},
+		{l.Lock(), "{lockworker:leader}"},
+		{l.Epoch(), "{lockworker:leader}:epoch"},
+		{l.EpochLast(), "{lockworker:leader}:epoch:last"},
+		{l.Fence(), "{lockworker:leader}:epoch:fence"},
+		{l.ReleasedChannel(), "{lockworker:leader}:released"},
+		{l.Stream(), "{lockworker:leader}:jobs:stream"},
+		{l.Position(), "{lockworker:leader}:jobs:position"},
+		{l.Attempts(), "{lockworker:leader}:jobs:attempts"},
+		{l.Claimed(), "{lockworker:leader}:jobs:claimed"},
+		{l.Counters(), "{lockworker:leader}:jobs:counters"},
+		{l.Last(), "{lockworker:leader}:jobs:last"},
+		{l.Dead(), "{lockworker:leader}:jobs:dead"},
+		{l.DeadLetter("01J"), "{lockworker:leader}:jobs:dead:01J"},
+		{l.Paused(), "{lockworker:leader}:jobs:paused"},
+		{l.EnqueuedChannel(), "{lockworker:leader}:jobs:enqueued"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %s, want %s", tt.got, tt.want)
+		}
+	}
+}
+
+// TestOneSlot: every name carries the key's own hash tag, so all of them
+// hash to one Redis Cluster slot.
+func TestOneSlot(t *testing.T) {
+	for _, k := range []string{"lockworker:leader", "app:{leader}", "x"} {
+		b := MustNew(k)
+		l := b.Lease()
+		tag := HashTag(b.Key())
+		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(),
+			b.HistoryEnded(), b.StepDown(), b.ControlChannel(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
+			l.ReleasedChannel(), l.Stream(), l.Position(), l.Attempts(), l.Claimed(), l.Counters(), l.Last(),
+			l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
+			if tag == "" || HashTag(name) != tag || !strings.HasPrefix(name, b.Key()) {
+				t.Errorf("LOCK_KEY %q: %q has tag %q, want %q under %q", k, name, HashTag(name), tag, b.Key())
+			}
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	for _, tt := range []struct {
+		lockKey, key string // key "" means refused
+	}{
+		{"lockworker:leader", "{lockworker:leader}"},
+		{"app:{leader}", "app:{leader}"},
+		{"{a}b{c}", "{a}b{c}"},
+		{"a{}b", "{a{}b}"}, // an empty tag is none: tagged whole
+		{"", ""},
+		{"}x", ""}, // "{}x}" would start with the empty tag
+	} {
+		b, err := New(tt.lockKey)
+		switch {
+		case tt.key == "" && (err == nil || !b.IsZero()):
+			t.Errorf("New(%q) = %q, %v; want refused", tt.lockKey, b.Key(), err)
+		case tt.key != "" && (err != nil || b.Key() != tt.key):
+			t.Errorf("New(%q) = %q, %v; want %q", tt.lockKey, b.Key(), err, tt.key)
+		}
+		if ValidLockKey(tt.lockKey) != (tt.key != "") {
+			t.Errorf("ValidLockKey(%q) = %v", tt.lockKey, !(tt.key != ""))
+		}
+	}
+}
+
+func TestHashTag(t *testing.T) {
+	for _, tt := range []struct{ key, tag string }{
+		{"{a}", "a"}, {"x{a}y", "a"}, {"{}a", ""}, {"{a", ""}, {"a}", ""}, {"{a}{b}", "a"}, {"", ""},
+	} {
+		if got := HashTag(tt.key); got != tt.tag {
+			t.Errorf("HashTag(%q) = %q, want %q", tt.key, got, tt.tag)
+		}
+	}
+}
+
+func ExampleBase() {
+	b := MustNew("lockworker:leader")
+	fmt.Println(b.Replicas())
+	fmt.Println(b.Lease().Epoch())
+	fmt.Println(b.Lease().Stream())
+	// Output:
+	// {lockworker:leader}:replicas
+	// {lockworker:leader}:epoch
+	// {lockworker:leader}:jobs:stream
+}

@@ -1,0 +1,67 @@
+package keyspace
+
+// Lease is the keyspace of one lease: the lock key, its fencing epoch and
+// fence, its release channel, and the job queue the lease's holder works
+// on. The zero Lease names nothing (IsZero).
+type Lease struct {
+	key string // the lock key, tagged
+}
+
+// IsZero reports whether l is the zero Lease, which names nothing.
+func (l Lease) IsZero() bool { return l.key == "" }
+
+// Lock is the lock key: "<secret>:<token>:<worker>", PX TTL.
+func (l Lease) Lock() string { return l.key }
+
+// Epoch is the fencing counter: a plain integer that only grows, bumped
+// once per leadership on the epoch authority.
+func (l Lease) Epoch() string { return l.key + ":epoch" }
+
+// EpochLast records which lock value got the last epoch bump, so a
+// re-sent bump returns the same token instead of bumping twice.
+func (l Lease) EpochLast() string { return l.key + ":epoch:last" }
+
+// Fence is the job store's fence under Redlock: the highest fencing token
+// a fenced write has carried (or a bump after a won quorum, or an
+// operator's raise). With one lock node the store fences on Epoch instead
+// (redislock's (*Locker).FenceKey says which).
+func (l Lease) Fence() string { return l.key + ":epoch:fence" }
+
+// ReleasedChannel is the pub/sub channel on which a release publishes the
+// releasing worker ID.
+func (l Lease) ReleasedChannel() string { return l.key + ":released" }
+
+// jobs is the start of every name of the lease's job queue.
+func (l Lease) jobs(name string) string { return l.key + ":jobs:" + name }
+
+// Stream is the job queue's stream of pending jobs.
+func (l Lease) Stream() string { return l.jobs("stream") }
+
+// Position is the stream ID of the last finished (committed or
+// dead-lettered) job.
+func (l Lease) Position() string { return l.jobs("position") }
+
+// Attempts is the hash of deliveries per job ID, for jobs delivered again.
+func (l Lease) Attempts() string { return l.jobs("attempts") }
+
+// Claimed is the last claim not yet finished.
+func (l Lease) Claimed() string { return l.jobs("claimed") }
+
+// Counters is the hash of the queue's totals (committed, dead_lettered).
+func (l Lease) Counters() string { return l.jobs("counters") }
+
+// Last is the hash describing the last committed job.
+func (l Lease) Last() string { return l.jobs("last") }
+
+// Dead is the dead-letter index: job IDs scored by failure time.
+func (l Lease) Dead() string { return l.jobs("dead") }
+
+// DeadLetter is the record of the dead job id.
+func (l Lease) DeadLetter(id string) string { return l.jobs("dead:" + id) }
+
+// Paused is present while an operator has paused the queue.
+func (l Lease) Paused() string { return l.jobs("paused") }
+
+// EnqueuedChannel is the pub/sub channel on which an enqueue publishes the
+// new job's ID (and a resume "resume").
+func (l Lease) EnqueuedChannel() string { return l.jobs("enqueued") }
