@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/metrics"
 )
 
@@ -151,8 +152,8 @@ func exposed(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	m.Transition("idle", "working")
-	m.ObserveAcquire(time.Millisecond, "acquired")
-	m.ObserveRenew(time.Millisecond, "renewed")
+	m.ObserveAcquire(time.Millisecond, leader.Acquired)
+	m.ObserveRenew(time.Millisecond, leader.Renewed)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	names := map[string]bool{}

@@ -64,19 +64,17 @@ type Config struct {
 	BeforeRelease func(ctx context.Context, token int64, cause error)
 }
 
-// Observer is told how each lock call went. Results are "acquired",
-// "held" or "error" for an acquire, "renewed", "lost" or "error" for a
-// renew. Calls come from the machine's callback goroutines and must not
-// block.
+// Observer is told how long each lock call took and how it went. Calls
+// come from the machine's callback goroutines and must not block.
 type Observer interface {
-	ObserveAcquire(d time.Duration, result string)
-	ObserveRenew(d time.Duration, result string)
+	ObserveAcquire(d time.Duration, result AcquireResult)
+	ObserveRenew(d time.Duration, result RenewResult)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) ObserveAcquire(time.Duration, string) {}
-func (nopObserver) ObserveRenew(time.Duration, string)   {}
+func (nopObserver) ObserveAcquire(time.Duration, AcquireResult) {}
+func (nopObserver) ObserveRenew(time.Duration, RenewResult)     {}
 
 // Leader implements the machine's callbacks. Acquire, Renew, Release,
 // StartWork and StopWork are called by the machine; Status, RetryDelay and
@@ -159,27 +157,28 @@ func (l *Leader) Acquire(ctx context.Context) error {
 	start := time.Now()
 	lease, err := l.cfg.Lock.Acquire(ctx, l.cfg.WorkerID)
 	var held *redislock.HeldError
-	heldTTL, result := time.Duration(0), "error"
+	heldTTL, result := time.Duration(0), AcquireError
 	switch {
 	case err == nil:
 		if lease, err = l.aboveHighest(ctx, lease); err == nil {
-			result = "acquired"
+			result = Acquired
 		}
 	case errors.As(err, &held):
-		heldTTL, result = held.TTL, "held"
+		heldTTL, result = held.TTL, Held
 	}
 	l.cfg.Observer.ObserveAcquire(time.Since(start), result)
-	l.redisOK.Store(result != "error")
+	l.redisOK.Store(result != AcquireError)
 	l.mu.Lock()
 	l.heldTTL = heldTTL
 	switch result {
-	case "error":
+	case AcquireError:
 		l.acquireErrs++
 		l.replicasLast = errors.Is(err, redislock.ErrReplicas)
 		l.noteErr(fmt.Errorf("acquire: %w", err))
-	case "acquired":
+	case Acquired:
 		l.acquireErrs, l.replicasLast = 0, false
-	} // "held" keeps the count: a failing attempt of another replica also answers held
+	case Held: // keeps the count: a failing attempt of another replica also answers held
+	}
 	if err == nil {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
 	}
@@ -208,16 +207,16 @@ func (l *Leader) Renew(ctx context.Context) error {
 		err := l.cfg.Lock.Renew(ctx, lease)
 		switch {
 		case err == nil:
-			l.cfg.Observer.ObserveRenew(time.Since(start), "renewed")
+			l.cfg.Observer.ObserveRenew(time.Since(start), Renewed)
 			l.redisOK.Store(true)
 			return l.extendWork(lease)
 		case errors.Is(err, redislock.ErrLost):
-			l.cfg.Observer.ObserveRenew(time.Since(start), "lost")
+			l.cfg.Observer.ObserveRenew(time.Since(start), Lost)
 			l.redisOK.Store(true)
 			l.noteErrLocked(fmt.Errorf("renew: %w", err))
 			return err
 		}
-		l.cfg.Observer.ObserveRenew(time.Since(start), "error")
+		l.cfg.Observer.ObserveRenew(time.Since(start), RenewError)
 		l.redisOK.Store(false)
 		l.noteErrLocked(fmt.Errorf("renew: %w", err))
 		wait := renewBackoff.Delay(fails)

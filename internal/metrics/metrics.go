@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockworker/lockworker/internal/leader"
 )
 
 // Snapshot is read at scrape time.
@@ -159,14 +161,16 @@ func (m *Metrics) Transition(from, to string) {
 // SetState marks s as the current state.
 func (m *Metrics) SetState(s string) { m.state.WithLabelValues(s).Set(1) }
 
-// ObserveAcquire records one acquire attempt; result is "acquired", "held" or "error".
-func (m *Metrics) ObserveAcquire(d time.Duration, result string) {
-	m.acquire.WithLabelValues(result).Observe(d.Seconds())
+// ObserveAcquire records one acquire attempt, labelled with its result
+// ("acquired", "held" or "error").
+func (m *Metrics) ObserveAcquire(d time.Duration, result leader.AcquireResult) {
+	m.acquire.WithLabelValues(result.String()).Observe(d.Seconds())
 }
 
-// ObserveRenew records one renewal; result is "renewed", "lost" or "error".
-func (m *Metrics) ObserveRenew(d time.Duration, result string) {
-	m.renew.WithLabelValues(result).Observe(d.Seconds())
+// ObserveRenew records one renewal, labelled with its result ("renewed",
+// "lost" or "error").
+func (m *Metrics) ObserveRenew(d time.Duration, result leader.RenewResult) {
+	m.renew.WithLabelValues(result.String()).Observe(d.Seconds())
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/leader"
 )
 
 func TestScrape(t *testing.T) {
@@ -25,8 +27,8 @@ func TestScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Transition("idle", "working")
-	m.ObserveAcquire(time.Millisecond, "acquired")
-	m.ObserveRenew(time.Millisecond, "renewed")
+	m.ObserveAcquire(time.Millisecond, leader.Acquired)
+	m.ObserveRenew(time.Millisecond, leader.Renewed)
 	m.LeaderChange()
 	m.ObserveHandover(4 * time.Millisecond)
 	rec := httptest.NewRecorder()
