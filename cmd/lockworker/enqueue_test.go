@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -56,7 +55,7 @@ func TestEnqueueArguments(t *testing.T) {
 func TestEnqueueLines(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
-	stream := redislock.JobsPrefix(redislock.TaggedKey("lockworker:leader")) + ":stream"
+	stream := keys(t).Lease().Stream()
 	queue := func() (ids, payloads []string) {
 		t.Helper()
 		msgs, err := r.Client().XRange(t.Context(), stream, "-", "+").Result()

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -47,7 +46,7 @@ func TestEpochRaiseRepairsTheFleet(t *testing.T) {
 		t.Fatalf("epoch --raise-to printed %q, want \"epoch raised from <at least %d> to %d\"", out.String(), before, n)
 	}
 	lastToken := func() int64 {
-		tok, _ := r.Client().HGet(t.Context(), redislock.JobsPrefix(redislock.TaggedKey("lockworker:leader"))+":last", "token").Int64()
+		tok, _ := r.Client().HGet(t.Context(), keys(t).Lease().Last(), "token").Int64()
 		return tok
 	}
 	poll.Until(t, 10*time.Second, "a commit under a token above N", func() bool { return lastToken() > n })

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -65,7 +64,7 @@ func TestEpochPushedBehindTheLeader(t *testing.T) {
 	first := leaderOf(t, 10*time.Second, a, b)
 	before, _ := first.status()
 
-	epoch, err := r.Client().IncrBy(t.Context(), redislock.EpochKey(redislock.TaggedKey("lockworker:leader")), 5).Result()
+	epoch, err := r.Client().IncrBy(t.Context(), keys(t).Lease().Epoch(), 5).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +78,7 @@ func TestEpochPushedBehindTheLeader(t *testing.T) {
 		!strings.Contains(first.out.String(), "stale fencing token") {
 		t.Errorf("the leader with token %d did not give its leadership up as stale:\n%s", before.Token, first.out.String())
 	}
-	last, err := r.Client().HGet(t.Context(), redislock.JobsPrefix(redislock.TaggedKey("lockworker:leader"))+":last", "token").Int64()
+	last, err := r.Client().HGet(t.Context(), keys(t).Lease().Last(), "token").Int64()
 	if err != nil || last <= epoch {
 		t.Fatalf("last commit under token %d (%v), want above the pushed epoch %d", last, err, epoch)
 	}
@@ -182,7 +181,7 @@ func TestTokensNeverGoBackwardsAfterDataLoss(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	c := r.Client()
-	if err := c.Set(t.Context(), redislock.EpochKey(redislock.TaggedKey("lockworker:leader")), 23, 0).Err(); err != nil {
+	if err := c.Set(t.Context(), keys(t).Lease().Epoch(), 23, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	w := startWorker(t, "remembers", env...)

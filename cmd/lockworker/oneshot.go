@@ -14,10 +14,10 @@ import (
 const oneShotTimeout = 5 * time.Second
 
 // oneShot opens the backend for a command-line call, with a context
-// bounded by oneShotTimeout; done releases both. Keys of an older
-// lockworker are moved first (backend.Migrate), so the command reads and
-// writes what the daemons use. go-redis's own log lines are dropped: the
-// command reports its error itself.
+// bounded by oneShotTimeout; done releases both. The first node is asked
+// for a PING first, so a Redis that cannot be reached is named at once.
+// go-redis's own log lines are dropped: the command reports its error
+// itself.
 func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.Context, func(), error) {
 	redis.SetLogger(backend.RedisLogger(nil))
 	// A command holds no lease: it can wait for a slow Redis longer than a
@@ -29,7 +29,7 @@ func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.
 	}
 	ctx, cancel := context.WithTimeout(ctx, oneShotTimeout)
 	done := func() { cancel(); _ = b.Close() }
-	if _, err := b.Migrate(ctx); err != nil {
+	if err := b.Ping(ctx); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/tail"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -75,6 +76,21 @@ func runCLI(t *testing.T, args, env []string, out io.Writer) error {
 }
 
 // fastEnv is a configuration that makes every phase short.
+// keys names the keys of the LOCK_KEY the tests' replicas use (fastEnv
+// leaves the default).
+func keys(t *testing.T) keyspace.Base {
+	t.Helper()
+	cfg, err := config.Load(config.Getenv(fastEnv("redis://127.0.0.1:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keyspace.New(cfg.LockKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func fastEnv(redisURL string) []string {
 	return []string{
 		"REDIS_URLS=" + redisURL,

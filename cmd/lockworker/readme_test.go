@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -66,7 +64,7 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 }
 
 // TestACLUserFromReadme runs the README's least-privilege ACL user through
-// everything lockworker does: moving an older version's keys, two replicas
+// everything lockworker does: two replicas
 // (acquire, renew, subscribe, the registry, the history), a job that fails
 // into the dead-letter list, status, history, deadletters, requeue, pause,
 // resume, the dashboard's snapshot, a step-down and a SIGTERM (release,
@@ -88,20 +86,10 @@ func TestACLUserFromReadme(t *testing.T) {
 	if err := admin.Do(t.Context(), args...).Err(); err != nil {
 		t.Fatalf("%s: %v", line[1], err)
 	}
-	// Keys of an older lockworker (before hash tags), so the first start
-	// moves them as this user too: the epoch, a pending job, a dead letter.
-	ctx := t.Context()
-	admin.Set(ctx, "lockworker:leader:epoch", 7, 0)
-	admin.XAdd(ctx, &redis.XAddArgs{Stream: "lockworker:leader:jobs:stream", Values: []any{"id", "OLDJOB", "payload", "old", "enqueued_at", "0"}})
-	admin.ZAdd(ctx, "lockworker:leader:jobs:dead", redis.Z{Score: 1, Member: "OLDDEAD"})
-	admin.HSet(ctx, "lockworker:leader:jobs:dead:OLDDEAD", "id", "OLDDEAD", "payload", "p", "error", "e", "attempts", "1", "failed_at", "1", "token", "7")
 	url := "redis://lockworker:s3cret@" + r.Addr()
 	env := append(fastEnv(url), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
 	a := startWorker(t, "acl-a", env...)
 	poll.Until(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
-	if s, _ := a.status(); s.Token <= 7 || !strings.Contains(a.out.String(), "moved the keys of an older lockworker") {
-		t.Fatalf("a leads with token %d without moving the older keys (epoch 7):\n%s", s.Token, a.out.String())
-	}
 	b := startWorker(t, "acl-b", env...)
 	poll.Until(t, 5*time.Second, "b follows", func() bool {
 		s, ok := b.status()

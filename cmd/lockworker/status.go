@@ -56,7 +56,7 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 		return fmt.Errorf("read the fleet registry: %w", err)
 	}
 	r := statusReport{
-		LockKey: p.LockKey, Mode: p.Mode(), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
+		LockKey: p.Keys.Key(), Mode: string(p.Mode()), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
 		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch),
 		Pending: q.Pending, Committed: q.Committed, DeadLettered: q.DeadLettered,
 		Paused: q.Paused, OldestPendingMs: q.OldestAge.Milliseconds(), Replicas: replicas,

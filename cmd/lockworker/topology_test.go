@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -40,7 +39,7 @@ func TestClusterMode(t *testing.T) {
 	testTopology(t, []string{"REDIS_MODE=cluster", "REDIS_URLS=" + strings.Join(c.URLs(), ",")}, topology{
 		mode: "cluster",
 		failover: func(ctx context.Context) error {
-			_, err := c.Failover(ctx, redislock.TaggedKey("lockworker:leader"))
+			_, err := c.Failover(ctx, keys(t).Key())
 			return err
 		},
 		settle: func(context.Context) error { return nil }, // Failover waits until the old master is a replica
@@ -87,8 +86,8 @@ func testTopology(t *testing.T, redisEnv []string, topo topology) {
 		"SHUTDOWN_TIMEOUT=5s", "LOG_LEVEL=debug", "JOB_HANDLER=exec", "JOB_COMMAND="+script, "JOB_MAX_ATTEMPTS=2")
 	ws := []*worker{startWorker(t, "topo-a", env...), startWorker(t, "topo-b", env...)}
 	lead := oneLeader(t, ws)
-	if s, _ := lead.status(); s.Mode != topo.mode || s.LockKey != "{lockworker:leader}" {
-		t.Fatalf("/status: mode %q, lockKey %q; want %s, {lockworker:leader}", s.Mode, s.LockKey, topo.mode)
+	if s, _ := lead.status(); s.Mode != topo.mode || s.LockKey != keys(t).Key() {
+		t.Fatalf("/status: mode %q, lockKey %q; want %s, %s", s.Mode, s.LockKey, topo.mode, keys(t).Key())
 	}
 	if r := queueStatus(t, env); r.Mode != topo.mode || !r.Held {
 		t.Fatalf("lockworker status: %+v; want mode %s and the lock held", r, topo.mode)

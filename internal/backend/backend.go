@@ -11,18 +11,11 @@ import (
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/history"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/operator"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/roster"
-)
-
-// The topologies Mode names, as /status and the logs show them.
-const (
-	ModeStandalone = "standalone" // one Redis node
-	ModeRedlock    = "redlock"    // Redlock over an odd number >= 3 of independent masters
-	ModeSentinel   = "sentinel"   // a master and its replicas, watched by sentinels
-	ModeCluster    = "cluster"    // Redis Cluster
 )
 
 // minRegistryInterval bounds how often a replica refreshes its registry
@@ -43,8 +36,8 @@ type Backend struct {
 	// queue); in sentinel mode the failover client; in cluster mode the
 	// cluster client.
 	Clients []redis.UniversalClient
-	// LockKey is the lock's key in Redis: LOCK_KEY with its hash tag.
-	LockKey string
+	// Keys names every key and channel of LOCK_KEY (package keyspace).
+	Keys keyspace.Base
 	// Locker is the lock on every node.
 	Locker *redislock.Locker
 	// Queue is the job queue on the first node.
@@ -55,10 +48,9 @@ type Backend struct {
 	History  *history.History
 	Operator *operator.Operator
 
-	mode     string
+	mode     config.Mode
 	sharded  bool                  // Redis Cluster: notices use sharded pub/sub
 	sentinel *redis.SentinelClient // Sentinel mode: announces master switches
-	legacy   *legacy               // keys of an older lockworker to move; nil: none possible
 	probes   []probeTarget         // what Probe says of each client, by index
 }
 
@@ -77,14 +69,14 @@ func Open(cfg config.Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := keyspace.New(cfg.LockKey)
+	if err != nil {
+		return nil, &config.Error{Var: "LOCK_KEY", Msg: err.Error()}
+	}
 	clients, names := dial(cfg, opts)
-	key := redislock.TaggedKey(cfg.LockKey)
-	b := &Backend{Clients: clients, LockKey: key, mode: cfg.RedisMode, sharded: cfg.RedisMode == config.ModeCluster}
+	b := &Backend{Clients: clients, Keys: keys, mode: cfg.Topology(), sharded: cfg.RedisMode == config.ModeCluster}
 	if cfg.RedisMode == config.ModeSentinel {
 		b.sentinel = sentinelClient(cfg, opts)
-	}
-	if cfg.RedisMode == config.ModeStandalone && len(clients) > 1 {
-		b.mode = ModeRedlock
 	}
 	for i := range clients {
 		t := probeTarget{addr: names[i]}
@@ -101,7 +93,7 @@ func Open(cfg config.Config) (*Backend, error) {
 		Nodes:          nodes,
 		Epoch:          clients[0],
 		NodeNames:      names,
-		Key:            key,
+		Keys:           keys.Lease(),
 		TTL:            cfg.LockTTL,
 		DriftFactor:    cfg.ClockDriftFactor,
 		NodeTimeout:    cfg.RedisNodeTimeout,
@@ -109,11 +101,9 @@ func Open(cfg config.Config) (*Backend, error) {
 		ShardedNotices: b.sharded,
 	})
 	if err == nil {
-		b.legacy = newLegacy(cfg.LockKey, b.mode, clients, b.Locker.Quorum(), cfg.RedisNodeTimeout)
 		b.Queue, err = jobs.New(jobs.Config{
 			Client:         clients[0],
-			Prefix:         redislock.JobsPrefix(key),
-			EpochKey:       redislock.EpochKey(key),
+			Keys:           keys.Lease(),
 			FenceKey:       b.Locker.FenceKey(),
 			ShardedNotices: b.sharded,
 		})
@@ -130,29 +120,28 @@ func Open(cfg config.Config) (*Backend, error) {
 
 // openFleet builds the registry, the history and the operator's side.
 func (b *Backend) openFleet(cfg config.Config) error {
-	first, key := b.Clients[0], b.LockKey
+	first, keys := b.Clients[0], b.Keys
 	var err error
-	if b.Roster, err = roster.New(roster.Config{Client: first, LockKey: key, TTL: 3 * RegistryInterval(cfg), ShardedNotices: b.sharded}); err != nil {
+	if b.Roster, err = roster.New(roster.Config{Client: first, Keys: keys, TTL: 3 * RegistryInterval(cfg), ShardedNotices: b.sharded}); err != nil {
 		return err
 	}
-	if b.History, err = history.New(history.Config{Client: first, LockKey: key}); err != nil {
+	if b.History, err = history.New(history.Config{Client: first, Keys: keys}); err != nil {
 		return err
 	}
-	b.Operator, err = operator.New(operator.Config{Client: first, Holder: b.Locker.Holder, Queue: b.Queue, LockKey: key, ShardedNotices: b.sharded})
+	b.Operator, err = operator.New(operator.Config{Client: first, Holder: b.Locker.Holder, Queue: b.Queue, Keys: keys, ShardedNotices: b.sharded})
 	return err
 }
 
-// Mode names the topology: ModeStandalone, ModeRedlock, ModeSentinel or
-// ModeCluster.
-func (b *Backend) Mode() string { return b.mode }
+// Mode names the topology (config.Config.Topology).
+func (b *Backend) Mode() config.Mode { return b.mode }
 
 // Topology describes the topology for people, e.g. "redlock (3 nodes,
 // quorum 2)".
 func (b *Backend) Topology() string {
-	if b.mode == ModeRedlock {
+	if b.mode == config.ModeRedlock {
 		return fmt.Sprintf("redlock (%d nodes, quorum %d)", len(b.Clients), b.Locker.Quorum())
 	}
-	return b.mode
+	return string(b.mode)
 }
 
 // Sources are where notices come from, one per lock node: classic

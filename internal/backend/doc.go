@@ -13,8 +13,7 @@
 // its redirect loop also re-sends after timeouts; so a SET NX whose reply
 // was lost is not re-sent and reported as taken), every call's context
 // deadline bounds its socket reads, and no URL or password appears in an
-// error. Migrate moves an older version's untagged keys once, atomically,
-// keeping the epoch, and refuses while an older replica leads.
+// error.
 //
 // Probe tells a refusal no retry can change (Permanent: credentials,
 // permissions, database index, TLS) from a Redis that is merely not up yet.

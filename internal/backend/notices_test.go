@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/notice"
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/tail"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -32,7 +31,7 @@ func TestNoticesAcrossClusterFailover(t *testing.T) {
 	c := redistest.StartCluster(t, fleet.ClusterSpec{})
 	b := open(t, "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
 	testNoticesAcrossFailover(t, b, func(ctx context.Context) error {
-		_, err := c.Failover(ctx, b.LockKey)
+		_, err := c.Failover(ctx, b.Keys.Key())
 		return err
 	})
 }
@@ -55,7 +54,7 @@ func (c *calls) get(ch string) int {
 
 func testNoticesAcrossFailover(t *testing.T, b *Backend, failover func(context.Context) error) {
 	t.Helper()
-	released, enqueued := redislock.ReleasedChannel(b.LockKey), b.Queue.EnqueuedChannel()
+	released, enqueued := b.Keys.Lease().ReleasedChannel(), b.Queue.EnqueuedChannel()
 	got := &calls{n: map[string]int{}}
 	logs := &tail.Buffer{}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -108,3 +108,13 @@ func speaksPlain(ctx context.Context, addr string) bool {
 	first, err := bufio.NewReader(conn).ReadByte()
 	return err == nil && (first == '+' || first == '-')
 }
+
+// Ping asks the first node (the one that holds the epoch, the queue and
+// the fleet's keys) for a PING, and names it in its error: a one-shot
+// command has no retry to wait for Redis with, and says so at once.
+func (b *Backend) Ping(ctx context.Context) error {
+	if err := b.Clients[0].Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cannot reach Redis at %s (REDIS_URLS): %w", b.probes[0].addr, err)
+	}
+	return nil
+}

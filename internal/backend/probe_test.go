@@ -70,3 +70,17 @@ func TestProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestPing: a node that answers is fine; one that is down is named in
+// the error, with the variable that names it.
+func TestPing(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	if err := openURLs(t, s.URL()).Ping(t.Context()); err != nil {
+		t.Fatalf("ping of a live node: %v", err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	err := openURLs(t, "redis://"+addr).Ping(t.Context())
+	if want := "cannot reach Redis at " + addr + " (REDIS_URLS): "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("ping of a node that is down: %v, want %q...", err, want)
+	}
+}

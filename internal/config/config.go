@@ -14,7 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/lockworker/lockworker/internal/guest"
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // Config is the daemon's configuration. Each field's default is in its tag.
@@ -22,7 +22,7 @@ type Config struct {
 	// Port serves /healthz, /readyz, /status, /metrics and /jobs.
 	Port int `env:"PORT" envDefault:"3000"`
 	// RedisMode is standalone, sentinel or cluster: what REDIS_URLS name.
-	RedisMode string `env:"REDIS_MODE" envDefault:"standalone"`
+	RedisMode Mode `env:"REDIS_MODE" envDefault:"standalone"`
 	// RedisURLs: in standalone mode one URL is a single node and an odd
 	// number >= 3 is Redlock (the first URL also holds the fencing epoch and
 	// the job queue); in sentinel mode the sentinels; in cluster mode seed
@@ -44,7 +44,7 @@ type Config struct {
 	// cluster mode, 0 in standalone.
 	RedisMinReplicas int `env:"REDIS_MIN_REPLICAS" envDefault:"-1"`
 	// LockKey is the lock's name. Every key and channel of the lock and its
-	// queue is derived from it under one hash tag (redislock.TaggedKey).
+	// queue is derived from it under one hash tag (package keyspace).
 	LockKey string `env:"LOCK_KEY" envDefault:"lockworker:leader"`
 	// LockTTL is the lease: how long a dead leader blocks the others.
 	LockTTL time.Duration `env:"LOCK_TTL" envDefault:"15s"`
@@ -210,7 +210,7 @@ func (c Config) checkRedis(p *problems) {
 	switch {
 	case strings.TrimSpace(c.LockKey) == "":
 		p.add("LOCK_KEY", "must not be empty")
-	case !redislock.ValidLockKey(c.LockKey):
+	case !keyspace.ValidLockKey(c.LockKey):
 		p.add("LOCK_KEY", "%q cannot carry a hash tag: give it a non-empty {tag} of its own, or do not start it with '}'", c.LockKey)
 	}
 	if c.ClockDriftFactor < 0 || c.ClockDriftFactor >= 0.5 {

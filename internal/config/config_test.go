@@ -82,6 +82,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"REDIS_URLS=redis://A,redis://b:1,redis://a:6379/2"}, "REDIS_URLS"},
 		{[]string{"REDIS_URLS=redis://localhost:7,redis://b:1,rediss://u:p@127.0.0.1:7"}, "REDIS_URLS"},
 		{[]string{"REDIS_MODE=ring"}, "REDIS_MODE"},
+		{[]string{"REDIS_MODE=redlock"}, "REDIS_MODE"}, // a topology, named from standalone's URLs
 		{[]string{"REDIS_MODE=sentinel", "REDIS_URLS=redis://s1:26379"}, "REDIS_SENTINEL_MASTER"},
 		{[]string{"REDIS_SENTINEL_MASTER=mymaster"}, "REDIS_SENTINEL_MASTER"},
 		{[]string{"REDIS_MODE=cluster", "REDIS_SENTINEL_PASSWORD=x"}, "REDIS_SENTINEL_PASSWORD"},
@@ -131,17 +132,21 @@ func TestRedlockAndTLSURLsAccepted(t *testing.T) {
 // TestModesAccepted: each mode with what it needs; Cluster takes any
 // number of seeds, Sentinel any number of sentinels.
 func TestModesAccepted(t *testing.T) {
-	for _, env := range [][]string{
-		{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=mymaster", "REDIS_URLS=redis://:pw@s1:26379,redis://:pw@s2:26379",
-			"REDIS_SENTINEL_USERNAME=sen", "REDIS_SENTINEL_PASSWORD=spw"},
-		{"REDIS_MODE=cluster", "REDIS_URLS=redis://a:7000,redis://b:7000/0,redis://c:7000,redis://d:7000"},
-		{"REDIS_MODE=standalone", "LOCK_KEY=app:{leader}"},
+	for _, tt := range []struct {
+		env  []string
+		topo Mode
+	}{
+		{[]string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=mymaster", "REDIS_URLS=redis://:pw@s1:26379,redis://:pw@s2:26379",
+			"REDIS_SENTINEL_USERNAME=sen", "REDIS_SENTINEL_PASSWORD=spw"}, ModeSentinel},
+		{[]string{"REDIS_MODE=cluster", "REDIS_URLS=redis://a:7000,redis://b:7000/0,redis://c:7000,redis://d:7000"}, ModeCluster},
+		{[]string{"REDIS_MODE=standalone", "LOCK_KEY=app:{leader}"}, ModeStandalone},
+		{[]string{"REDIS_URLS=redis://a:1,redis://b:1,redis://c:1"}, ModeRedlock},
 	} {
-		c, err := Load(Getenv(env))
+		c, err := Load(Getenv(tt.env))
 		if err != nil {
-			t.Errorf("%v: %v", env, err)
-		} else if c.RedisMode == "" {
-			t.Errorf("%v: no mode", env)
+			t.Errorf("%v: %v", tt.env, err)
+		} else if c.Topology() != tt.topo {
+			t.Errorf("%v: topology %q, want %q", tt.env, c.Topology(), tt.topo)
 		}
 	}
 	if c, _ := Load(Getenv(nil)); c.RedisMode != ModeStandalone || c.RedisMinReplicas != 0 {

@@ -5,17 +5,34 @@ import (
 	"strings"
 )
 
-// The Redis topologies REDIS_MODE names.
+// Mode is a Redis topology, as REDIS_MODE names it and as /status and the
+// logs show it (Config.Topology).
+type Mode string
+
+// The Redis topologies.
 const (
 	// ModeStandalone: REDIS_URLS are one node, or an odd number >= 3 of
 	// independent masters for Redlock.
-	ModeStandalone = "standalone"
+	ModeStandalone Mode = "standalone"
+	// ModeRedlock is ModeStandalone with several URLs: Redlock over an odd
+	// number >= 3 of independent masters. Config.Topology names it; it is
+	// not a value of REDIS_MODE.
+	ModeRedlock Mode = "redlock"
 	// ModeSentinel: REDIS_URLS are the sentinels of the master group
 	// REDIS_SENTINEL_MASTER.
-	ModeSentinel = "sentinel"
+	ModeSentinel Mode = "sentinel"
 	// ModeCluster: REDIS_URLS are seed nodes of one Redis Cluster.
-	ModeCluster = "cluster"
+	ModeCluster Mode = "cluster"
 )
+
+// Topology is the topology the configuration describes: RedisMode, except
+// ModeRedlock for standalone mode with more than one URL.
+func (c Config) Topology() Mode {
+	if c.RedisMode == ModeStandalone && len(c.RedisURLs) > 1 {
+		return ModeRedlock
+	}
+	return c.RedisMode
+}
 
 // checkMode checks REDIS_MODE and what it makes of REDIS_URLS and the
 // sentinel settings.

@@ -41,10 +41,6 @@ type Daemon struct {
 	srv      *http.Server
 	ln       net.Listener
 	stopping atomic.Bool // set on a signal: /readyz answers 503
-	// waitingForOlder: Redis answers, but an older lockworker still leads
-	// under the untagged keys. Ready, so a rolling update goes on and
-	// stops the older replicas this one waits for.
-	waitingForOlder atomic.Bool
 
 	// The fleet's shared view and the operator's side.
 	roster      *roster.Roster
@@ -110,7 +106,7 @@ func (d *Daemon) assemble() error {
 		return err
 	}
 	d.leader, err = leader.New(leader.Config{
-		Lock: migratingLock{Locker: d.be.Locker, migrate: d.migrate}, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
+		Lock: d.be.Locker, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
 		Work:          work,
 		Logger:        d.log,
 		Observer:      d.metrics,

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lockworker/lockworker/internal/notice"
-	"github.com/lockworker/lockworker/internal/redislock"
 )
 
 // shutdownGrace is how long Run still waits for its goroutines after
@@ -28,7 +27,7 @@ const probeTimeout = 2 * time.Second
 // unreachable is retried. Call it once.
 func (d *Daemon) Run(ctx context.Context) error {
 	defer func() { _ = d.be.Close() }()
-	d.log.Info("lockworker starting", "port", d.cfg.Port, "lockKey", d.be.LockKey, "mode", d.be.Mode(), "topology", d.be.Topology(),
+	d.log.Info("lockworker starting", "port", d.cfg.Port, "lockKey", d.be.Keys.Key(), "mode", d.be.Mode(), "topology", d.be.Topology(),
 		"redis", d.cfg.RedisURLsRedacted(), "lockTtl", d.cfg.LockTTL.String(),
 		"renewInterval", d.cfg.RenewInterval.String(), "retryInterval", d.cfg.RetryInterval.String())
 	if err := d.be.Probe(ctx, probeTimeout); err != nil {
@@ -122,12 +121,12 @@ func (d *Daemon) watchNotices(ctx context.Context, g *errgroup.Group) {
 	for i, src := range d.be.Sources() {
 		handlers := map[string]func(){}
 		if d.cfg.ReleaseNotices {
-			handlers[redislock.ReleasedChannel(d.be.LockKey)] = d.notifyReleased
+			handlers[d.be.Keys.Lease().ReleasedChannel()] = d.notifyReleased
 		}
 		if i == 0 {
 			handlers[d.be.Queue.EnqueuedChannel()] = func() { d.worker.Notify(); d.changed() }
-			handlers[redislock.ControlChannel(d.be.LockKey)] = d.onControl
-			handlers[redislock.FleetChannel(d.be.LockKey)] = d.changed
+			handlers[d.be.Keys.ControlChannel()] = d.onControl
+			handlers[d.be.Keys.FleetChannel()] = d.changed
 		}
 		g.Go(func() error {
 			notice.Watch(ctx, src, handlers, d.log)

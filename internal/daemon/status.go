@@ -19,10 +19,10 @@ const statusQueueTimeout = 250 * time.Millisecond
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
 		Status:        d.status,
-		Ready:         func() bool { return !d.stopping.Load() && (d.leader.RedisOK() || d.waitingForOlder.Load()) },
+		Ready:         func() bool { return !d.stopping.Load() && d.leader.RedisOK() },
 		Metrics:       d.metrics.Handler(),
-		Enqueue:       d.enqueue,
-		EnqueueMany:   d.enqueueMany,
+		Enqueue:       d.be.Queue.Enqueue,
+		EnqueueMany:   d.be.Queue.EnqueueMany,
 		JobsToken:     d.cfg.JobsToken,
 		MaxJobBytes:   jobs.MaxPayload,
 		MaxBatchJobs:  jobs.MaxBatch,
@@ -47,7 +47,7 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	s := d.leader.Status()
 	st := httpapi.Status{
 		WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Leader: s.Leader, Token: s.Token,
-		LockKey: d.be.LockKey, LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: d.be.Mode(),
+		LockKey: d.be.Keys.Key(), LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: string(d.be.Mode()),
 		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
 	}
 	q, err := d.stats(ctx)

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // Reason says how a leadership ended.
@@ -48,9 +47,8 @@ type Config struct {
 	// Client is the Redis that holds the history (the first node).
 	// Required.
 	Client redis.Cmdable
-	// LockKey is the lock's key; the history's keys derive from it.
-	// Required.
-	LockKey string
+	// Keys names the history's keys (package keyspace). Required.
+	Keys keyspace.Base
 	// MaxLen is about how many entries the stream keeps. Default 1000.
 	MaxLen int64
 }
@@ -77,8 +75,8 @@ func New(cfg Config) (*History, error) {
 	if cfg.Client == nil {
 		errs = append(errs, errors.New("history: Client is required"))
 	}
-	if strings.TrimSpace(cfg.LockKey) == "" {
-		errs = append(errs, errors.New("history: LockKey is required"))
+	if cfg.Keys.IsZero() {
+		errs = append(errs, errors.New("history: Keys is required"))
 	}
 	if cfg.MaxLen < 0 {
 		errs = append(errs, fmt.Errorf("history: MaxLen must not be negative, got %d", cfg.MaxLen))
@@ -89,25 +87,29 @@ func New(cfg Config) (*History, error) {
 	if cfg.MaxLen == 0 {
 		cfg.MaxLen = 1000
 	}
-	return &History{cfg: cfg, stream: redislock.HistoryKey(cfg.LockKey), last: redislock.LastEndKey(cfg.LockKey)}, nil
+	return &History{cfg: cfg, stream: cfg.Keys.History(), last: cfg.Keys.HistoryEnded()}, nil
 }
 
 // Started appends the leadership of token by workerID and returns its
 // entry; a re-sent call for the newest token returns that entry's ID and
 // adds nothing (dup true).
 func (h *History) Started(ctx context.Context, token int64, workerID string) (e Entry, dup bool, err error) {
-	reply, err := startedScript.Run(ctx, h.cfg.Client, []string{h.stream, h.last}, token, workerID, h.cfg.MaxLen).StringSlice()
+	reply, err := startedScript.Run(ctx, h.cfg.Client, []string{h.stream, h.last}, token, workerID, h.cfg.MaxLen).Slice()
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("history: started: %w", err)
 	}
-	if len(reply) == 2 && reply[0] == "dup" {
-		return Entry{ID: reply[1], Token: token, WorkerID: workerID}, true, nil
+	if len(reply) != 2 && len(reply) != 5 {
+		return Entry{}, false, fmt.Errorf("history: started: unexpected reply %v", reply)
 	}
-	if len(reply) != 5 || reply[0] != "ok" {
-		return Entry{}, false, fmt.Errorf("history: started: unexpected reply %q", reply)
+	s := func(i int) string { v, _ := reply[i].(string); return v }
+	switch dup, _ := reply[0].(int64); {
+	case len(reply) == 2 && dup == 1:
+		return Entry{ID: s(1), Token: token, WorkerID: workerID}, true, nil
+	case len(reply) != 5 || dup != 0:
+		return Entry{}, false, fmt.Errorf("history: started: unexpected reply %v", reply)
 	}
-	e = Entry{ID: reply[1], Token: token, WorkerID: workerID, Started: millis(reply[2]), PreviousEnded: Reason(reply[3])}
-	if at := millis(reply[4]); !at.IsZero() && !e.Started.Before(at) {
+	e = Entry{ID: s(1), Token: token, WorkerID: workerID, Started: millis(s(2)), PreviousEnded: Reason(s(3))}
+	if at := millis(s(4)); !at.IsZero() && !e.Started.Before(at) {
 		e.Handover = e.Started.Sub(at)
 	}
 	return e, false, nil

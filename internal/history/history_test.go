@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestNewValidates(t *testing.T) {
 	_, err := New(Config{MaxLen: -1})
-	for _, want := range []string{"Client is required", "LockKey is required", "MaxLen must not be negative"} {
+	for _, want := range []string{"Client is required", "Keys is required", "MaxLen must not be negative"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New = %v, want it to say %q", err, want)
 		}
@@ -28,7 +28,7 @@ func TestNewValidates(t *testing.T) {
 // token does not count for a newer one; a re-sent start adds nothing.
 func TestHowTheyEnded(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	h, err := New(Config{Client: s.Client(), LockKey: "k"})
+	h, err := New(Config{Client: s.Client(), Keys: keyspace.MustNew("k")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestHowTheyEnded(t *testing.T) {
 func TestCapped(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	c := s.Client()
-	h, err := New(Config{Client: c, LockKey: "k", MaxLen: 10})
+	h, err := New(Config{Client: c, Keys: keyspace.MustNew("k"), MaxLen: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCapped(t *testing.T) {
 		}
 	}
 	// MAXLEN ~ trims whole stream nodes (100 entries each by default).
-	if n, _ := c.XLen(t.Context(), redislock.HistoryKey("k")).Result(); n > 200 {
+	if n, _ := c.XLen(t.Context(), keyspace.MustNew("k").History()).Result(); n > 200 {
 		t.Errorf("stream holds %d entries, want about 10 (at most one node over)", n)
 	}
 }

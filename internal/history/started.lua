@@ -6,8 +6,9 @@
 -- ARGV[2] worker ID
 -- ARGV[3] approximate maximum length of the stream
 --
--- Returns {"dup", id} when the newest entry already has this token (a
--- re-sent call), else {"ok", id, started_ms, previous_ended, previous_ended_at_ms}.
+-- Returns {1, id} when the newest entry already has this token (a re-sent
+-- call: a duplicate), else {0, id, started_ms, previous_ended,
+-- previous_ended_at_ms}.
 local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local prevToken, prevWorker = '', ''
 if #newest > 0 then
@@ -17,7 +18,7 @@ if #newest > 0 then
     if f[i] == 'worker' then prevWorker = f[i + 1] end
   end
   if prevToken == ARGV[1] then
-    return {'dup', newest[1][1]}
+    return {1, newest[1][1]}
   end
 end
 local t = redis.call('TIME')
@@ -35,4 +36,4 @@ local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*',
   'token', ARGV[1], 'worker', ARGV[2], 'started', now,
   'previous_token', prevToken, 'previous_worker', prevWorker,
   'previous_ended', reason, 'previous_ended_at', endedAt)
-return {'ok', id, tostring(now), reason, endedAt}
+return {0, id, tostring(now), reason, endedAt}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
@@ -30,11 +31,14 @@ type jobsAPI struct {
 	q   *jobs.Queue
 }
 
+// keys names the test queue's keys.
+var keys = keyspace.MustNew("test")
+
 func newJobsAPI(t testing.TB) *jobsAPI {
 	t.Helper()
 	rs := redistest.Start(t, redistest.Options{})
 	c := rs.Client()
-	q, err := jobs.New(jobs.Config{Client: c, EpochKey: "test:epoch"})
+	q, err := jobs.New(jobs.Config{Client: c, Keys: keys.Lease()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +96,7 @@ func (a *jobsAPI) post(t testing.TB, contentType, auth, body string) answer {
 // stream is what the queue holds, as job ID and payload per entry.
 func (a *jobsAPI) stream(t testing.TB) [][2]string {
 	t.Helper()
-	msgs, err := a.c.XRange(context.Background(), "lockworker:jobs:stream", "-", "+").Result()
+	msgs, err := a.c.XRange(context.Background(), keys.Lease().Stream(), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,13 +178,13 @@ func TestNDJSONRefusals(t *testing.T) {
 // and the batch is whole or absent.
 func TestNDJSONRedisErrors(t *testing.T) {
 	a := newJobsAPI(t)
-	if err := a.c.Set(t.Context(), "lockworker:jobs:stream", "not a stream", 0).Err(); err != nil {
+	if err := a.c.Set(t.Context(), keys.Lease().Stream(), "not a stream", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if ans := a.post(t, ndjson, token, "1\n2\n"); ans.code != 503 || !strings.Contains(ans.Error, "Redis refused; nothing enqueued") {
 		t.Fatalf("POST /jobs to a key of the wrong type = %+v", ans)
 	}
-	if v := a.c.Get(t.Context(), "lockworker:jobs:stream").Val(); v != "not a stream" {
+	if v := a.c.Get(t.Context(), keys.Lease().Stream()).Val(); v != "not a stream" {
 		t.Fatalf("the key now holds %q", v)
 	}
 	a.rs.Kill()
@@ -197,7 +201,7 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	payload := `{"n":` + strings.Repeat("1", 57) + `}`
 	fresh := func(b *testing.B) {
 		b.Helper()
-		if err := a.c.Del(context.Background(), "lockworker:jobs:stream").Err(); err != nil {
+		if err := a.c.Del(context.Background(), keys.Lease().Stream()).Err(); err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()

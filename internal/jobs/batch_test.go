@@ -86,7 +86,7 @@ func TestBatchCommit(t *testing.T) {
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ids := e.enqueue(t, q, 7)
 	token := becomeLeader(t, e.c)
-	s := mustStep(t, q, token, batch{}, 5, "none")
+	s := mustStep(t, q, token, batch{}, 5, recordNone)
 	if len(s.claimed) != 5 {
 		t.Fatalf("claimed %d, want 5", len(s.claimed))
 	}
@@ -97,28 +97,28 @@ func TestBatchCommit(t *testing.T) {
 		}
 		b.done = append(b.done, outcome{e: c, attempts: 1})
 	}
-	s = mustStep(t, q, token, b, 5, "ok")
+	s = mustStep(t, q, token, b, 5, recordOK)
 	if s.position != b.done[4].e.streamID || len(s.claimed) != 2 || s.claimed[0].job.ID != ids[5] {
 		t.Fatalf("after the batch commit: %+v", s)
 	}
 	if st := stats(t, q); st.Committed != 5 || st.Pending != 2 || lastCommitted(t, q) != ids[4] {
 		t.Fatalf("stats %+v", st)
 	}
-	mustStep(t, q, token, b, 0, "done")
+	mustStep(t, q, token, b, 0, recordDone)
 	if st := stats(t, q); st.Committed != 5 || st.Pending != 2 {
 		t.Fatalf("a resent batch commit counted again: %+v", st)
 	}
 	// A step whose reply was lost is sent again: it claims the same jobs,
 	// still as their first delivery (nothing ran them).
 	for range 2 {
-		s = mustStep(t, q, token, b, 5, "done")
+		s = mustStep(t, q, token, b, 5, recordDone)
 		if len(s.claimed) != 2 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 1 || s.claimed[1].job.Attempt != 1 {
 			t.Fatalf("a resent step claimed %+v, want jobs 5 and 6 as first deliveries", s.claimed)
 		}
 	}
 	// Another leader finds that claim unfinished: it hands the jobs out
 	// one at a time, counting the lost delivery.
-	s = mustStep(t, q, becomeLeader(t, e.c), batch{}, 5, "none")
+	s = mustStep(t, q, becomeLeader(t, e.c), batch{}, 5, recordNone)
 	if len(s.claimed) != 1 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 2 {
 		t.Fatalf("the next leader claimed %+v, want job 5 alone as its second delivery", s.claimed)
 	}

@@ -10,7 +10,8 @@
 //
 // # Layout
 //
-// With Prefix P (default "lockworker:jobs") and the lock's EpochKey E:
+// Config.Keys names every key (package keyspace). For the lease's lock key
+// K, P below is K:jobs and E is K:epoch:
 //
 //	P:stream        stream of pending jobs (XADD *, so IDs grow monotonically);
 //	                fields id (ULID), payload (raw bytes), enqueued_at (unix ms)

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -46,8 +47,8 @@ func batchOf(prefix string, n int) [][]byte {
 func batchQueue(t testing.TB, c redis.Cmdable, cfg Config) *Queue {
 	t.Helper()
 	cfg.Client = c
-	if cfg.EpochKey == "" {
-		cfg.EpochKey = testEpochKey
+	if cfg.Keys.IsZero() {
+		cfg.Keys = testKeys
 	}
 	q, err := New(cfg)
 	if err != nil {
@@ -239,7 +240,7 @@ func TestEnqueueManyCluster(t *testing.T) {
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	q := batchQueue(t, c, Config{Prefix: "{t}:jobs", EpochKey: "{t}:epoch", ShardedNotices: true})
+	q := batchQueue(t, c, Config{Keys: keyspace.MustNew("t").Lease(), ShardedNotices: true})
 	testBatchNotice(t, c.SSubscribe(t.Context(), q.EnqueuedChannel()), c, q)
 }
 

@@ -47,7 +47,7 @@ func (e *StaleError) Error() string {
 // Unwrap makes errors.Is(err, ErrStaleToken) hold.
 func (e *StaleError) Unwrap() error { return ErrStaleToken }
 
-// staleError builds a StaleError from a script's {"stale", fence} reply.
+// staleError builds a StaleError from the fence of a stale reply (fence.lua).
 func staleError(token int64, rest []any) error {
 	var epoch int64
 	if len(rest) > 0 {

@@ -9,8 +9,9 @@
 -- stale returns nil when the token is not below the fence (Kleppmann's
 -- rule: the highest token seen, not the highest issued, so a token minted
 -- for an attempt that then failed fences no one), after raising the fence
--- to the token; else the reply that rejects the call: {"stale", fence}, or
--- an error when the fence key or the token is not an integer.
+-- to the token; else the reply that rejects the call: {0, fence} (0: the
+-- reply code "stale", recordStale in step.go), or an error when the fence
+-- key or the token is not an integer.
 local function stale()
   local raw = redis.call('GET', KEYS[1])
   local fence = 0
@@ -25,7 +26,7 @@ local function stale()
     return redis.error_reply('jobs: fencing token ' .. ARGV[1] .. ' is not an integer')
   end
   if token < fence then
-    return {'stale', raw}
+    return {0, raw}
   end
   if token > fence then
     redis.call('SET', KEYS[1], ARGV[1])

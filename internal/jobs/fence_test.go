@@ -71,19 +71,15 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 		t.Run(map[int]string{1: "single node", 3: "redlock"}[n], func(t *testing.T) {
 			e := newEnv(t)
 			ctx := t.Context()
-			key := strings.TrimSuffix(testEpochKey, ":epoch")
 			nodes := []redis.Scripter{e.c}
 			for range n - 1 {
 				nodes = append(nodes, redistest.Start(t, redistest.Options{}).Client())
 			}
-			l, err := redislock.New(redislock.Config{Nodes: nodes, Key: key, TTL: time.Minute})
+			l, err := redislock.New(redislock.Config{Nodes: nodes, Keys: testKeys, TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if redislock.EpochKey(key) != testEpochKey {
-				t.Fatalf("epoch key %s is not the lock's %s", testEpochKey, redislock.EpochKey(key))
-			}
-			q, err := New(Config{Client: e.c, EpochKey: testEpochKey, FenceKey: l.FenceKey()})
+			q, err := New(Config{Client: e.c, Keys: testKeys, FenceKey: l.FenceKey()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,11 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-const testEpochKey = "lockworker:leader:epoch"
+// testKeys names the test queue's keys, and the epoch its tokens come from.
+var testKeys = keyspace.MustNew("lockworker:leader").Lease()
 
 // fakeLease is a lease the test controls: valid until its deadline or until
 // revoked.
@@ -47,7 +49,7 @@ var _ Lease = (*fakeLease)(nil)
 // is the token.
 func becomeLeader(t testing.TB, c redis.Cmdable) int64 {
 	t.Helper()
-	tok, err := c.Incr(context.Background(), testEpochKey).Result()
+	tok, err := c.Incr(context.Background(), testKeys.Epoch()).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ type testQueue struct {
 // the worker's config.
 func (e *env) queue(t testing.TB, h Handler, mod func(*WorkerConfig)) *testQueue {
 	t.Helper()
-	q, err := New(Config{Client: e.c, EpochKey: testEpochKey})
+	q, err := New(Config{Client: e.c, Keys: testKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,21 +221,26 @@ func waitCommitted(t testing.TB, q *testQueue, n int64) {
 }
 
 // snapshot DUMPs every key of the queue, to show that a write changed
-// nothing.
-func snapshot(t testing.TB, c *redis.Client, prefix string) map[string]string {
+// nothing: every key of its lease's keyspace but the lock's own (the lock
+// key, the epoch, its tag and the fence).
+func snapshot(t testing.TB, c *redis.Client, q *Queue) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := c.Keys(ctx, prefix+"*").Result()
+	k := q.cfg.Keys
+	all, err := c.Keys(ctx, k.Lock()+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		d, err := c.Dump(ctx, k).Result()
+	out := make(map[string]string, len(all))
+	for _, key := range all {
+		if key == k.Lock() || key == k.Epoch() || key == k.EpochLast() || key == k.Fence() {
+			continue
+		}
+		d, err := c.Dump(ctx, key).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[k] = d
+		out[key] = d
 	}
 	return out
 }

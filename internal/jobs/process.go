@@ -111,7 +111,7 @@ func (w *Worker) unreachable(ctx context.Context, err error, fails *int, log *sl
 // recorded accounts for a successful step that carried b.
 func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
 	switch s.record {
-	case "ok", "done":
+	case recordOK, recordDone:
 		var n int64
 		for _, o := range b.done {
 			if o.cause == "" {
@@ -119,7 +119,7 @@ func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
 			}
 		}
 		w.done.Add(n)
-	case "order":
+	case recordOrder:
 		// The store went back: a Redis failover lost the last writes
 		// (async replication). Its position is the truth: the step claimed
 		// from it, and the jobs whose commits were lost run again.

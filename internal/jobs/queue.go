@@ -4,32 +4,32 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // Config configures a Queue.
 type Config struct {
 	// Client is the Redis that holds the queue and the epoch key. Required.
 	Client redis.Cmdable
-	// Prefix starts every key of the queue. Default "lockworker:jobs".
-	Prefix string
-	// EpochKey is the lock's fencing epoch counter (Stats reads it).
-	// Required, and not under Prefix.
-	EpochKey string
+	// Keys names the queue's keys and channel, and the lock's fencing
+	// epoch counter (Stats reads it): the keyspace of the lease whose
+	// holder works on this queue. Required.
+	Keys keyspace.Lease
 	// FenceKey is the store's fence: a fenced write (claim, commit,
 	// dead-letter) whose token is below it is rejected, and an accepted one
 	// raises it to its token, so it holds the highest token seen (also
 	// raised by the lock, e.g. by an operator's epoch raise). Pass the
 	// lock's (redislock's (*Locker).FenceKey: with one lock node the epoch
-	// itself). Default EpochKey + ":fence", the Redlock fence.
+	// itself). Default Keys.Fence(), the Redlock fence.
 	FenceKey string
 	// Now stamps enqueue, commit and failure times. Default time.Now.
 	Now func() time.Time
 	// ShardedNotices publishes enqueue notices with SPUBLISH (Redis
-	// Cluster's sharded pub/sub; the channel shares Prefix's hash tag)
+	// Cluster's sharded pub/sub; the channel shares the keys' hash tag)
 	// instead of PUBLISH. Default false.
 	ShardedNotices bool
 }
@@ -41,8 +41,8 @@ type Config struct {
 type Queue struct {
 	cfg Config
 
-	// keys, see doc.go
-	fence,
+	// The keys (see doc.go), named once here: a step sends most of them.
+	fence, epoch,
 	stream, position, attempts, counters, last, dead, paused, claimed string
 	enqueued string // pub/sub channel
 }
@@ -54,13 +54,8 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Client == nil {
 		bad("Client is required")
 	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = "lockworker:jobs"
-	}
-	if strings.TrimSpace(cfg.EpochKey) == "" {
-		bad("EpochKey is required (the lock's fencing epoch key)")
-	} else if cfg.EpochKey == cfg.Prefix || strings.HasPrefix(cfg.EpochKey, cfg.Prefix+":") {
-		bad("EpochKey %q must not lie under Prefix %q", cfg.EpochKey, cfg.Prefix)
+	if cfg.Keys.IsZero() {
+		bad("Keys is required (the lease's keyspace)")
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -68,26 +63,27 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	k := cfg.Keys
 	if cfg.FenceKey == "" {
-		cfg.FenceKey = cfg.EpochKey + ":fence"
+		cfg.FenceKey = k.Fence()
 	}
-	p := cfg.Prefix
 	return &Queue{
 		cfg:      cfg,
 		fence:    cfg.FenceKey,
-		stream:   p + ":stream",
-		position: p + ":position",
-		attempts: p + ":attempts",
-		counters: p + ":counters",
-		last:     p + ":last",
-		dead:     p + ":dead",
-		paused:   p + ":paused",
-		claimed:  p + ":claimed",
-		enqueued: p + ":enqueued",
+		epoch:    k.Epoch(),
+		stream:   k.Stream(),
+		position: k.Position(),
+		attempts: k.Attempts(),
+		counters: k.Counters(),
+		last:     k.Last(),
+		dead:     k.Dead(),
+		paused:   k.Paused(),
+		claimed:  k.Claimed(),
+		enqueued: k.EnqueuedChannel(),
 	}, nil
 }
 
-func (q *Queue) deadRecord(id string) string { return q.dead + ":" + id }
+func (q *Queue) deadRecord(id string) string { return q.cfg.Keys.DeadLetter(id) }
 
 func (q *Queue) nowMillis() string { return strconv.FormatInt(q.cfg.Now().UnixMilli(), 10) }
 

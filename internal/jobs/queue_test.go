@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
@@ -23,15 +24,14 @@ func noop(context.Context, Job, Lease) error { return nil }
 func TestNewValidates(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = c.Close() })
-	ok := func() Config { return Config{Client: c, EpochKey: "k:epoch"} }
+	ok := func() Config { return Config{Client: c, Keys: testKeys} }
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
 		want string
 	}{
 		{"no client", func(c *Config) { c.Client = nil }, "Client is required"},
-		{"no epoch key", func(c *Config) { c.EpochKey = " " }, "EpochKey is required"},
-		{"epoch key under prefix", func(c *Config) { c.Prefix = "k"; c.EpochKey = "k:epoch" }, "must not lie under Prefix"},
+		{"no keys", func(c *Config) { c.Keys = keyspace.Lease{} }, "Keys is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok()
@@ -46,7 +46,7 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.cfg.Prefix != "lockworker:jobs" || q.cfg.Now == nil {
+	if q.cfg.FenceKey != testKeys.Fence() || q.cfg.Now == nil {
 		t.Fatalf("defaults not applied: %+v", q.cfg)
 	}
 }
@@ -54,7 +54,7 @@ func TestNewValidates(t *testing.T) {
 func TestNewWorkerValidates(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = c.Close() })
-	q, err := New(Config{Client: c, EpochKey: "k:epoch"})
+	q, err := New(Config{Client: c, Keys: testKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +228,9 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	ctx := t.Context()
 	e.enqueue(t, q, 4)
 	old := becomeLeader(t, e.c)
-	s := mustStep(t, q, old, batch{}, 1, "none")
+	s := mustStep(t, q, old, batch{}, 1, recordNone)
 	first := s.claimed[0]
-	s = mustStep(t, q, old, batch{from: s.position, done: []outcome{{e: first, attempts: 1}}}, 2, "ok")
+	s = mustStep(t, q, old, batch{from: s.position, done: []outcome{{e: first, attempts: 1}}}, 2, recordOK)
 	if len(s.claimed) != 2 {
 		t.Fatalf("claimed %d, want 2", len(s.claimed))
 	}
@@ -240,7 +240,7 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 		t.Fatalf("the newer leader's claim: %v, %v; want the job in flight", again, err)
 	}
 
-	before := snapshot(t, e.c, q.Queue.cfg.Prefix)
+	before := snapshot(t, e.c, q.Queue)
 	statsBefore := stats(t, q)
 	for _, c := range []struct {
 		name  string
@@ -259,7 +259,7 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 			t.Fatalf("%s with token %d at epoch %d: %v, want ErrStaleToken", c.name, old, newer, err)
 		}
 	}
-	if after := snapshot(t, e.c, q.Queue.cfg.Prefix); !maps.Equal(before, after) {
+	if after := snapshot(t, e.c, q.Queue); !maps.Equal(before, after) {
 		t.Fatalf("a stale write changed the queue:\nbefore %v\nafter  %v", keys(before), keys(after))
 	}
 	st := stats(t, q)
@@ -273,8 +273,8 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 
 	// The current token commits, and a resent step is harmless.
 	b := batch{from: from, done: []outcome{{e: second, attempts: 1}}}
-	mustStep(t, q, newer, b, 0, "ok")
-	mustStep(t, q, newer, b, 0, "done")
+	mustStep(t, q, newer, b, 0, recordOK)
+	mustStep(t, q, newer, b, 0, recordDone)
 	if st := stats(t, q); st.Committed != 2 || st.Pending != 2 {
 		t.Fatalf("stats %+v, want 2 committed 2 pending", st)
 	}
@@ -284,7 +284,7 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 		{from: from, done: []outcome{{e: third, attempts: 1}}},
 		{from: "1-1", done: []outcome{{e: third, attempts: 1}}},
 	} {
-		s := mustStep(t, q, newer, b, 1, "order")
+		s := mustStep(t, q, newer, b, 1, recordOrder)
 		if len(s.claimed) != 1 || s.claimed[0].streamID != third.streamID || s.position != second.streamID {
 			t.Fatalf("after an out-of-order record: %+v, want the third job claimed after position %s", s, second.streamID)
 		}
@@ -295,14 +295,14 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 }
 
 // mustStep runs one step and checks what it recorded.
-func mustStep(t testing.TB, q *testQueue, token int64, b batch, claim int, record string) stepped {
+func mustStep(t testing.TB, q *testQueue, token int64, b batch, claim int, want record) stepped {
 	t.Helper()
 	s, err := q.step(t.Context(), token, b, claim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.record != record {
-		t.Fatalf("step recorded %q, want %q", s.record, record)
+	if s.record != want {
+		t.Fatalf("step recorded %s, want %s", s.record, want)
 	}
 	return s
 }
@@ -319,12 +319,12 @@ func TestStaleLeaderProcess(t *testing.T) {
 		e.enqueue(t, q, 2)
 		old := becomeLeader(t, e.c)
 		takeOver(t, q.Queue)
-		before := snapshot(t, e.c, q.Queue.cfg.Prefix)
+		before := snapshot(t, e.c, q.Queue)
 		err := q.Process(t.Context(), newLease(old, time.Minute))
 		if !errors.Is(err, ErrStaleToken) {
 			t.Fatalf("Process: %v, want ErrStaleToken", err)
 		}
-		if ran || !maps.Equal(before, snapshot(t, e.c, q.Queue.cfg.Prefix)) {
+		if ran || !maps.Equal(before, snapshot(t, e.c, q.Queue)) {
 			t.Fatal("a stale leader ran a job or changed the queue")
 		}
 	})
@@ -567,7 +567,7 @@ func TestProcessSurvivesRedisRestart(t *testing.T) {
 	waitCommitted(t, q, 3)
 	srv.Kill()
 	srv.Restart() // empty now: no persistence in this server
-	if err := s.c.Set(t.Context(), testEpochKey, token, 0).Err(); err != nil {
+	if err := s.c.Set(t.Context(), testKeys.Epoch(), token, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s.enqueue(t, q, 2)
@@ -792,7 +792,7 @@ func TestResumesAfterLostCommits(t *testing.T) {
 			// Put back the state from before job 0 was committed, as a
 			// promoted replica that missed the commit would have it.
 			lost = true
-			for k := range snapshot(t, e.c, q.Queue.cfg.Prefix) {
+			for k := range snapshot(t, e.c, q.Queue) {
 				e.c.Del(ctx, k)
 			}
 			for k, v := range before {
@@ -804,7 +804,7 @@ func TestResumesAfterLostCommits(t *testing.T) {
 		return nil
 	}), nil)
 	e.enqueue(t, q, 3)
-	before = snapshot(t, e.c, q.Queue.cfg.Prefix)
+	before = snapshot(t, e.c, q.Queue)
 	_, done := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
 	waitCommitted(t, q, 3)
 	select {

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -22,14 +21,6 @@ var (
 	requeueLua    string
 	requeueScript = redis.NewScript(requeueLua)
 )
-
-// splitReply splits a script's {tag, rest...} reply.
-func splitReply(reply []any) (string, []any, error) {
-	if len(reply) == 0 {
-		return "", nil, errors.New("empty script reply")
-	}
-	return str(reply[0]), reply[1:], nil
-}
 
 // str reads one element of a script reply as text.
 func str(v any) string {

@@ -40,7 +40,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		pending = p.XLen(ctx, q.stream)
 		committed = p.HGet(ctx, q.counters, "committed")
 		dead = p.ZCard(ctx, q.dead)
-		epoch = p.Get(ctx, q.cfg.EpochKey)
+		epoch = p.Get(ctx, q.epoch)
 		paused = p.Exists(ctx, q.paused)
 		oldest = p.XRangeN(ctx, q.stream, "-", "+", 1)
 		now = p.Time(ctx)
@@ -57,7 +57,7 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
 	}
 	if s.Epoch, err = optInt(epoch); err != nil {
-		return Stats{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.cfg.EpochKey, err)
+		return Stats{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
 	}
 	return s, nil
 }

@@ -2,10 +2,13 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
 // entry is a claimed job: its stream entry and the delivery.
@@ -44,11 +47,59 @@ func (b batch) empty() bool {
 	return len(b.done) == 0 && len(b.unstarted) == 0 && (b.started == nil || b.started.single)
 }
 
-// stepped is what a step did: record is "none", "ok", "done" or "order"
-// (see step.lua), position the committed position after it, and claimed
-// the jobs it handed out, in queue order (none when paused or empty).
+// record is how a step recorded the outcomes it carried: step.lua's
+// first reply value.
+type record int64
+
+const (
+	recordStale record = iota // the token is below the fence: nothing changed (fence.lua)
+	recordNone                // no outcomes
+	recordOK                  // recorded
+	recordDone                // a resent step: already recorded
+	recordOrder               // not the entries after the position: nothing recorded
+)
+
+func (r record) String() string {
+	switch r {
+	case recordStale:
+		return "stale"
+	case recordNone:
+		return "none"
+	case recordOK:
+		return "ok"
+	case recordDone:
+		return "done"
+	case recordOrder:
+		return "order"
+	}
+	return "record(" + strconv.FormatInt(int64(r), 10) + ")"
+}
+
+// claimResult is what a step's claim did: step.lua's third reply value.
+type claimResult int64
+
+const (
+	claimNone   claimResult = iota // none asked for
+	claimPaused                    // the queue is paused
+	claimEmpty                     // no job pending
+	claimBatch                     // the first count jobs after the position, each a first delivery
+	claimSingle                    // one job redelivered, its entry in the reply
+)
+
+// giveBack is what a step gives back of the last claim: step.lua's ARGV[5].
+type giveBack int
+
+const (
+	giveNothing    giveBack = iota
+	giveBackBatch           // the claimed jobs never started, but for ARGV[6] (0 or 1)
+	giveBackSingle          // one delivery of the job ARGV[6], handed out alone
+)
+
+// stepped is what a step did: how it recorded its outcomes, position the
+// committed position after it, and claimed the jobs it handed out, in
+// queue order (none when paused or empty).
 type stepped struct {
-	record   string
+	record   record
 	position string
 	paused   bool
 	claimed  []*entry
@@ -67,25 +118,14 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	if n := len(b.done); n > 0 {
 		expect = b.done[n-1].e.streamID
 	}
-	var run, read *redis.Cmd
-	exec := func(eval func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
-		pipe := q.cfg.Client.Pipeline()
-		run = eval(ctx, pipe, keys, args...)
-		if claim > 0 && expect != "" {
-			read = pipe.Do(ctx, "XRANGE", q.stream, "("+expect, "+", "COUNT", claim)
-		}
-		_, _ = pipe.Exec(ctx) // the errors are the commands' own, read below
+	// The claimed entries are read in the same round trip, after the
+	// position the step should leave.
+	send := scriptpipe.Batch{Script: stepScript, Keys: keys, Args: args}
+	if claim > 0 && expect != "" {
+		send.After = [][]any{{"XRANGE", q.stream, "(" + expect, "+", "COUNT", claim}}
 	}
-	// A pipeline has no EVAL fallback: when Redis lacks the script (a new
-	// or restarted server) send the step again with its body, which also
-	// caches it (no SCRIPT LOAD, which the README's ACL user lacks).
-	if exec(stepScript.EvalSha); redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-		exec(stepScript.Eval)
-	}
-	if err := run.Err(); err != nil {
-		return stepped{}, fmt.Errorf("jobs: step: %w", err)
-	}
-	reply, err := run.Slice()
+	_, r := scriptpipe.Run(ctx, q.cfg.Client, send, nil)
+	reply, err := r.Script.Slice()
 	if err != nil {
 		return stepped{}, fmt.Errorf("jobs: step: %w", err)
 	}
@@ -93,8 +133,9 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	if err != nil || count == 0 {
 		return s, err
 	}
-	if read == nil || expect != s.position {
-		read = nil // it started elsewhere (the first step, a position gone back)
+	var read *redis.Cmd
+	if len(r.After) > 0 && expect == s.position {
+		read = r.After[0] // else it started elsewhere (the first step, a position gone back)
 	}
 	s.claimed, err = q.readClaimed(ctx, read, s.position, count)
 	return s, err
@@ -105,18 +146,18 @@ func (q *Queue) stepArgs(token int64, b batch, claim int) (keys []string, args [
 	keys = []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
 	args = make([]any, 0, 8+6*len(b.done))
 	args = append(args, token, q.nowMillis(), claim, b.from)
+	give, what := giveNothing, any("")
 	switch {
 	case len(b.unstarted) > 0 && b.unstarted[0].single:
-		args = append(args, "single", b.unstarted[0].job.ID)
+		give, what = giveBackSingle, b.unstarted[0].job.ID
 	case len(b.unstarted) > 0 || b.started != nil && !b.started.single:
 		kept := 0
 		if b.started != nil {
 			kept = 1
 		}
-		args = append(args, "batch", kept)
-	default:
-		args = append(args, "", "")
+		give, what = giveBackBatch, kept
 	}
+	args = append(args, int(give), what)
 	forget := ""
 	for _, o := range b.done {
 		if o.e.single {
@@ -169,47 +210,48 @@ func (q *Queue) readClaimed(ctx context.Context, read *redis.Cmd, position strin
 	return claimed, nil
 }
 
-// parseStep reads step.lua's reply; count is the size of a claimed batch
+// parseStep reads step.lua's reply, {record, position, claim, count,
+// [entry]} or {recordStale, fence}; count is the size of a claimed batch
 // whose entries are still to be read.
 func parseStep(token int64, reply []any) (stepped, int, error) {
-	tag, rest, err := splitReply(reply)
-	if err != nil {
-		return stepped{}, 0, fmt.Errorf("jobs: step: %w", err)
+	if len(reply) == 0 {
+		return stepped{}, 0, errors.New("jobs: step: empty reply")
 	}
-	if tag == "stale" {
-		return stepped{}, 0, fmt.Errorf("jobs: step: %w", staleError(token, rest))
-	}
-	switch tag {
-	case "none", "ok", "done", "order":
-	default:
-		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected reply %q", tag)
-	}
-	if len(rest) < 3 {
+	rec, ok := reply[0].(int64)
+	switch {
+	case !ok:
+		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected reply %v", reply[0])
+	case record(rec) == recordStale:
+		return stepped{}, 0, fmt.Errorf("jobs: step: %w", staleError(token, reply[1:]))
+	case record(rec) > recordOrder:
+		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected reply %v", record(rec))
+	case len(reply) < 4:
 		return stepped{}, 0, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
 	}
-	s := stepped{record: tag, position: str(rest[0])}
-	n, err := strconv.Atoi(str(rest[2]))
-	if err != nil {
-		return stepped{}, 0, fmt.Errorf("jobs: step: count: %w", err)
+	s := stepped{record: record(rec), position: str(reply[1])}
+	claim, ok1 := reply[2].(int64)
+	n, ok2 := reply[3].(int64)
+	if !ok1 || !ok2 {
+		return stepped{}, 0, fmt.Errorf("jobs: step: malformed claim %v %v", reply[2], reply[3])
 	}
-	switch str(rest[1]) {
-	case "none", "empty":
-	case "paused":
+	switch claimResult(claim) {
+	case claimNone, claimEmpty:
+	case claimPaused:
 		s.paused = true
-	case "batch":
-		return s, n, nil
-	case "single":
-		if len(rest) < 4 {
+	case claimBatch:
+		return s, int(n), nil
+	case claimSingle:
+		if len(reply) < 5 {
 			return stepped{}, 0, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
 		}
-		e, err := parseEntry(rest[3])
+		e, err := parseEntry(reply[4])
 		if err != nil {
 			return stepped{}, 0, err
 		}
-		e.job.Attempt, e.single = n, true
+		e.job.Attempt, e.single = int(n), true
 		s.claimed = []*entry{e}
 	default:
-		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected claim reply %q", str(rest[1]))
+		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected claim reply %d", claim)
 	}
 	return s, 0, nil
 }

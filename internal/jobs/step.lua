@@ -23,9 +23,9 @@
 -- ARGV[2] now, unix milliseconds
 -- ARGV[3] claim: how many jobs to claim at most (0: none)
 -- ARGV[4] from: the position the outcomes' jobs were claimed after
--- ARGV[5] give back: "" none; "batch" keeps ARGV[6] (0 or 1) of the jobs
+-- ARGV[5] give back: 0 none; 1 (batch) keeps ARGV[6] (0 or 1) of the jobs
 --         after the new position as handed out, the rest of the last claim
---         never started; "single" takes back one delivery of job ID ARGV[6]
+--         never started; 2 (single) takes back one delivery of job ID ARGV[6]
 -- ARGV[6] see ARGV[5]
 -- ARGV[7] the job ID among the outcomes whose deliveries the attempts hash
 --         counts (it was handed out alone), or ""
@@ -34,22 +34,27 @@
 --            cause ("" to commit, else the error to dead-letter with),
 --            payload and enqueued_at (for a dead letter; else "")
 --
--- Returns {"stale", fence}
+-- Returns {0, fence} (stale: fence.lua)
 --       | {record, position, claim, count, ...} where
---         record is "none" (no outcomes), "ok", "done" (a resent step: the
---           position already is the last outcome's entry) or "order" (the
---           outcomes are not the entries after the position: nothing
+--         record is 1 (none: no outcomes), 2 (ok), 3 (done: a resent step,
+--           the position already is the last outcome's entry) or 4 (order:
+--           the outcomes are not the entries after the position, nothing
 --           recorded);
 --         position is the committed position after the step ("0-0" before any);
---         claim is "none", "paused", "empty", "batch" (the first count
---           entries after position are claimed, each as its first
---           delivery) or "single" (one job redelivered: count is its
+--         claim is 0 (none), 1 (paused), 2 (empty), 3 (batch: the first
+--           count entries after position are claimed, each as its first
+--           delivery) or 4 (single: one job redelivered, count is its
 --           attempt, and its entry {streamID, {field, value, ...}} follows).
+-- The codes are step.go's record and claimResult; these locals name them.
 --
 -- A claim that finds its predecessor unfinished (a batch lost with its
 -- leader, or a job that failed) hands out one job at a time until past it,
 -- counting each delivery in the attempts hash, so a job that kills its
 -- leader is isolated instead of taking its batch-mates' attempts with it.
+local NONE, OK, DONE, ORDER = 1, 2, 3, 4
+local CLAIM_NONE, PAUSED, EMPTY, BATCH, SINGLE = 0, 1, 2, 3, 4
+local GIVE_BATCH, GIVE_SINGLE = '1', '2'
+
 local rejected = stale()
 if rejected then
   return rejected
@@ -64,16 +69,16 @@ if mark then
   local f, c, t = string.match(mark, '^(%S+) (%d+) ?(%S*)$')
   mfrom, mcount, mtoken = f, tonumber(c), t
 end
-local record = 'none'
+local record = NONE
 
 if n > 0 then
   local lastsid = ARGV[9 + (n - 1) * 6]
   if pos == lastsid then
-    record = 'done'
+    record = DONE
   elseif pos ~= ARGV[4] then
-    record = 'order'
+    record = ORDER
   else
-    record = 'ok'
+    record = OK
     local committed, dead, last = 0, 0, nil
     for i = 1, n do
       local a = 9 + (i - 1) * 6
@@ -114,10 +119,10 @@ end
 
 -- Give back what never started, only with the outcomes it came with
 -- applied now (a resent step gave it back already).
-if record == 'ok' or record == 'none' then
-  if ARGV[5] == 'batch' and mfrom == pos then
+if record == OK or record == NONE then
+  if ARGV[5] == GIVE_BATCH and mfrom == pos then
     mcount, mtoken = tonumber(ARGV[6]), ''
-  elseif ARGV[5] == 'single' then
+  elseif ARGV[5] == GIVE_SINGLE then
     if redis.call('HINCRBY', KEYS[4], ARGV[6], -1) <= 0 then
       redis.call('HDEL', KEYS[4], ARGV[6])
     end
@@ -131,12 +136,12 @@ if lost and mfrom .. ' ' .. mcount .. ' ' .. mtoken ~= mark then
   redis.call('SET', KEYS[9], mfrom .. ' ' .. mcount .. ' ' .. mtoken)
 end
 
-local claim = 'none'
+local claim = CLAIM_NONE
 if want > 0 then
-  claim = 'batch'
-  if redis.call('EXISTS', KEYS[5]) == 1 then claim = 'paused' end
+  claim = BATCH
+  if redis.call('EXISTS', KEYS[5]) == 1 then claim = PAUSED end
 end
-if claim == 'batch' and lost then
+if claim == BATCH and lost then
   local e = redis.call('XRANGE', KEYS[3], '(' .. pos, '+', 'COUNT', 1)[1]
   if e then
     local id = e[1] -- an entry added by hand without an id is known by its stream ID
@@ -146,18 +151,18 @@ if claim == 'batch' and lost then
     -- The lost claim was one delivery: count it with this one.
     local attempt = redis.call('HINCRBY', KEYS[4], id, 1)
     if attempt == 1 then attempt = redis.call('HINCRBY', KEYS[4], id, 1) end
-    return {record, pos, 'single', attempt, e}
+    return {record, pos, SINGLE, attempt, e}
   end
   lost = false
 end
-if claim ~= 'batch' then
+if claim ~= BATCH then
   if mark and not lost then redis.call('DEL', KEYS[9]) end
   return {record, pos, claim, 0}
 end
 local count = math.min(want, redis.call('XLEN', KEYS[3]))
 if count == 0 then
   if mark then redis.call('DEL', KEYS[9]) end
-  return {record, pos, 'empty', 0}
+  return {record, pos, EMPTY, 0}
 end
 redis.call('SET', KEYS[9], pos .. ' ' .. count .. ' ' .. token)
-return {record, pos, 'batch', count}
+return {record, pos, BATCH, count}

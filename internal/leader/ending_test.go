@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/tail"
@@ -40,7 +41,7 @@ func newEndingRig(t *testing.T, work func(ctx context.Context, lease Lease) erro
 	s := redistest.Start(t, redistest.Options{})
 	r := &endingRig{admin: s.Client(), logs: &tail.Buffer{}, tokens: make(chan int64, 64)}
 	var err error
-	r.locker, err = redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:ending", TTL: 2 * time.Second})
+	r.locker, err = redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:ending").Lease(), TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func newEndingRig(t *testing.T, work func(ctx context.Context, lease Lease) erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := r.admin.Subscribe(t.Context(), redislock.ReleasedChannel("lw:ending"))
+	ps := r.admin.Subscribe(t.Context(), keyspace.MustNew("lw:ending").Lease().ReleasedChannel())
 	t.Cleanup(func() { _ = ps.Close() })
 	if _, err := ps.Receive(t.Context()); err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestWorkPanicEndsTheLeadership(t *testing.T) {
 // reporting leadership before the machine hears of it.
 func TestStatusFollowsTheWork(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:status", TTL: 2 * time.Second})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:status").Lease(), TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestStatusFollowsTheWork(t *testing.T) {
 // release notices; a healthy leadership starts the count again.
 func TestQuickEndsBackOff(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:backoff", TTL: 300 * time.Millisecond})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:backoff").Lease(), TTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestReplicaErrorsRetrySoon(t *testing.T) {
 // the plain interval again.
 func TestSuccessEndsTheErrorBackOff(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:reset", TTL: 2 * time.Second})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:reset").Lease(), TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func (f *failingLock) Reissue(context.Context, *redislock.Lease, int64) (*redisl
 func TestTokensNeverGoBackwards(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	ad := s.Client()
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:backwards", TTL: 2 * time.Second})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:backwards").Lease(), TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestTokensNeverGoBackwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if err := ad.Set(ctx, redislock.EpochKey("lw:backwards"), 23, 0).Err(); err != nil {
+	if err := ad.Set(ctx, keyspace.MustNew("lw:backwards").Lease().Epoch(), 23, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := ld.Acquire(ctx); err != nil {
@@ -412,7 +413,7 @@ func TestTokensNeverGoBackwards(t *testing.T) {
 	if tok := ld.currentLease().Token(); tok != 25 {
 		t.Fatalf("token after the data loss %d, want 25 (above the 24 held before)", tok)
 	}
-	if e := ad.Get(ctx, redislock.EpochKey("lw:backwards")).Val(); e != "25" {
+	if e := ad.Get(ctx, keyspace.MustNew("lw:backwards").Lease().Epoch()).Val(); e != "25" {
 		t.Fatalf("epoch %q, want 25", e)
 	}
 	if !strings.Contains(logs.String(), "level=WARN msg=\"fencing token went backwards") ||

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/machine"
@@ -86,7 +88,7 @@ func newRig(t *testing.T, ttl time.Duration, servers ...*redistest.Server) *rig 
 		nodes = append(nodes, c)
 	}
 	locker, err := redislock.New(redislock.Config{
-		Nodes: nodes, Key: "lw:leader-test", TTL: ttl,
+		Nodes: nodes, Keys: keyspace.MustNew("lw:leader-test").Lease(), TTL: ttl,
 		NodeTimeout: 100 * time.Millisecond,
 		DriftFactor: 0.25, // a 252ms margin, so a timer that fires late on a loaded machine still fires in time
 	})
@@ -330,7 +332,7 @@ func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool
 // the deadline passes, never before it.
 func TestWorkContextFollowsTheLease(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:work-ctx", TTL: 600 * time.Millisecond})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:work-ctx").Lease(), TTL: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

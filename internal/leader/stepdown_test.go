@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -45,7 +46,7 @@ func (r *released) last() (token int64, n int, cause error) {
 // LastError keeps it); a stale lease is released without a word.
 func TestStepDown(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:stepdown", TTL: 2 * time.Second})
+	locker, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:stepdown").Lease(), TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestStepDown(t *testing.T) {
 	}
 
 	// A lease whose deadline passed is no leadership given up.
-	short, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Key: "lw:stepdown:short", TTL: 100 * time.Millisecond})
+	short, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:stepdown:short").Lease(), TTL: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestStepDownHandsOver(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	})
-	ps := r.admin.Subscribe(t.Context(), redislock.ReleasedChannel("lw:ending"))
+	ps := r.admin.Subscribe(t.Context(), keyspace.MustNew("lw:ending").Lease().ReleasedChannel())
 	defer ps.Close()
 	if _, err := ps.Receive(t.Context()); err != nil {
 		t.Fatal(err)

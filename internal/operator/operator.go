@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/redislock"
 )
@@ -32,8 +32,9 @@ type Config struct {
 	Holder func(ctx context.Context) (redislock.Holder, error)
 	// Queue is the job queue. Required.
 	Queue *jobs.Queue
-	// LockKey is the lock's key. Required.
-	LockKey string
+	// Keys names the step-down request and the control channel (package
+	// keyspace). Required.
+	Keys keyspace.Base
 	// Poll is how often StepDown reads the holder while it waits.
 	// Default 20ms.
 	Poll time.Duration
@@ -62,8 +63,8 @@ func New(cfg Config) (*Operator, error) {
 	if cfg.Queue == nil {
 		errs = append(errs, errors.New("operator: Queue is required"))
 	}
-	if strings.TrimSpace(cfg.LockKey) == "" {
-		errs = append(errs, errors.New("operator: LockKey is required"))
+	if cfg.Keys.IsZero() {
+		errs = append(errs, errors.New("operator: Keys is required"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -138,22 +139,22 @@ func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
 func (o *Operator) request(ctx context.Context, token int64) error {
 	var pub *redis.IntCmd
 	_, err := o.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, redislock.StepDownKey(o.cfg.LockKey), token, requestTTL)
-		pub = notice.Publish(ctx, p, o.cfg.ShardedNotices, redislock.ControlChannel(o.cfg.LockKey), "stepdown")
+		p.Set(ctx, o.cfg.Keys.StepDown(), token, requestTTL)
+		pub = notice.Publish(ctx, p, o.cfg.ShardedNotices, o.cfg.Keys.ControlChannel(), "stepdown")
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("operator: step down: %w", err)
 	}
 	if pub.Val() == 0 {
-		return fmt.Errorf("operator: step down: no replica listens on %s", redislock.ControlChannel(o.cfg.LockKey))
+		return fmt.Errorf("operator: step down: no replica listens on %s", o.cfg.Keys.ControlChannel())
 	}
 	return nil
 }
 
 // Requested returns the token an operator asked to step down, 0 when none.
 func (o *Operator) Requested(ctx context.Context) (int64, error) {
-	v, err := o.cfg.Client.Get(ctx, redislock.StepDownKey(o.cfg.LockKey)).Result()
+	v, err := o.cfg.Client.Get(ctx, o.cfg.Keys.StepDown()).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -195,5 +196,5 @@ func (o *Operator) Requeue(ctx context.Context, id string) (string, error) {
 // announce tells listeners something changed; the change itself is done,
 // so a lost announcement only delays what they show.
 func (o *Operator) announce(ctx context.Context, what string) {
-	_ = notice.Publish(ctx, o.cfg.Client, o.cfg.ShardedNotices, redislock.ControlChannel(o.cfg.LockKey), what).Err()
+	_ = notice.Publish(ctx, o.cfg.Client, o.cfg.ShardedNotices, o.cfg.Keys.ControlChannel(), what).Err()
 }

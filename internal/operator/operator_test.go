@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/jobs"
@@ -19,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const key = "op:leader"
+var keys = keyspace.MustNew("op:leader")
 
 type rig struct {
 	c      *redis.Client
@@ -33,13 +35,13 @@ func newRig(t *testing.T) *rig {
 	s := redistest.Start(t, redistest.Options{})
 	r := &rig{c: s.Client()}
 	var err error
-	if r.locker, err = redislock.New(redislock.Config{Nodes: []redis.Scripter{r.c}, Key: key, TTL: 10 * time.Second}); err != nil {
+	if r.locker, err = redislock.New(redislock.Config{Nodes: []redis.Scripter{r.c}, Keys: keys.Lease(), TTL: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if r.queue, err = jobs.New(jobs.Config{Client: r.c, Prefix: key + ":jobs", EpochKey: redislock.EpochKey(key)}); err != nil {
+	if r.queue, err = jobs.New(jobs.Config{Client: r.c, Keys: keys.Lease()}); err != nil {
 		t.Fatal(err)
 	}
-	if r.op, err = New(Config{Client: r.c, Holder: r.locker.Holder, Queue: r.queue, LockKey: key}); err != nil {
+	if r.op, err = New(Config{Client: r.c, Holder: r.locker.Holder, Queue: r.queue, Keys: keys}); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -51,7 +53,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (stop func(), notices *atomic.Int64) {
 	t.Helper()
 	notices = &atomic.Int64{}
-	ps := r.c.Subscribe(t.Context(), redislock.ControlChannel(key))
+	ps := r.c.Subscribe(t.Context(), keys.ControlChannel())
 	if _, err := ps.Receive(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestStepDownRefused(t *testing.T) {
 	if _, err := r.locker.Acquire(t.Context(), "stubborn"); err != nil {
 		t.Fatal(err)
 	}
-	ps := r.c.Subscribe(t.Context(), redislock.ControlChannel(key)) // listens, never acts
+	ps := r.c.Subscribe(t.Context(), keys.ControlChannel()) // listens, never acts
 	defer ps.Close()
 	if _, err := ps.Receive(t.Context()); err != nil {
 		t.Fatal(err)
@@ -143,7 +145,7 @@ func TestStepDownRefused(t *testing.T) {
 func TestQueueActionsAnnounce(t *testing.T) {
 	r := newRig(t)
 	ctx := t.Context()
-	ps := r.c.Subscribe(ctx, redislock.ControlChannel(key))
+	ps := r.c.Subscribe(ctx, keys.ControlChannel())
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)

@@ -27,10 +27,10 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	// The prefix "<secret>:" of the value, 130 bits from crypto/rand; the
 	// scripts compare it before any change.
 	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now()}
-	mint := []any{a.value, l.ttlArg, workerID, "1"}
+	mint := []any{a.value, l.ttlArg, workerID, flag(true)}
 	var args []any // for the nodes that mint no token
 	if len(l.nodes) > 1 || l.epochNode < 0 {
-		args = []any{a.value, l.ttlArg, workerID, "0"}
+		args = []any{a.value, l.ttlArg, workerID, flag(false)}
 	}
 	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
 		switch c, plain := n.(setNX); {
@@ -78,7 +78,7 @@ type setNX interface {
 // and read its TTL. value is what acquire.lua writes there,
 // "<secret>:0:<worker>"; args are acquire.lua's.
 func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, value string, args []any) ([]int64, error) {
-	err := c.SetArgs(ctx, l.key, value, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
+	err := c.SetArgs(ctx, l.keys.Lock(), value, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
 	if err == nil {
 		return []int64{1, 0}, nil
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // MinTTL is the shortest lease TTL New accepts.
@@ -18,19 +20,19 @@ const MinTTL = 10 * time.Millisecond
 // built with MaxRetries: -1 and ContextTimeoutEnabled: true (see the
 // package documentation). An Epoch that is a *redis.Client (one node, or
 // Sentinel's failover client) or a *redis.ClusterClient gets its bumps
-// WAITed for by its master's replicas; other Scripters do not. Key should
-// carry a hash tag (TaggedKey) for Redis Cluster.
+// WAITed for by its master's replicas; other Scripters do not.
 type Config struct {
 	// Nodes are the independent masters, one client each. Required. One node
 	// is single-node mode (quorum 1); otherwise the count must be odd and at
 	// least 3 (Redlock, quorum N/2+1).
 	Nodes []redis.Scripter
-	// Epoch is the fencing epoch authority: the Redis whose EpochKey counter
+	// Epoch is the fencing epoch authority: the Redis whose epoch counter (keyspace.Lease.Epoch)
 	// hands out tokens. It must be persistent (AOF) or tokens can go back
 	// after a restart. Default Nodes[0].
 	Epoch redis.Scripter
-	// Key is the lock key. Required.
-	Key string
+	// Keys names the lease's keys and channel (package keyspace): the lock,
+	// its epoch, tag and fence, and the release channel. Required.
+	Keys keyspace.Lease
 	// TTL is the lease time to live on the nodes, in whole milliseconds.
 	// Required, at least MinTTL.
 	TTL time.Duration
@@ -79,8 +81,8 @@ func (cfg *Config) validate() error {
 	if cfg.NodeNames != nil && len(cfg.NodeNames) != len(cfg.Nodes) {
 		bad("%d node names for %d nodes", len(cfg.NodeNames), len(cfg.Nodes))
 	}
-	if cfg.Key == "" {
-		bad("key is required")
+	if cfg.Keys.IsZero() {
+		bad("keys are required")
 	}
 	if cfg.TTL < MinTTL {
 		bad("TTL %s is below the minimum %s", cfg.TTL, MinTTL)

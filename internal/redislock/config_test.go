@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -18,7 +20,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 		return s
 	}
-	valid := func() Config { return Config{Nodes: nodes(1), Key: "k", TTL: time.Second} }
+	valid := func() Config { return Config{Nodes: nodes(1), Keys: keyspace.MustNew("k").Lease(), TTL: time.Second} }
 	tests := []struct {
 		name string
 		mod  func(*Config)
@@ -32,7 +34,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"four nodes", func(c *Config) { c.Nodes = nodes(4) }, "odd number"},
 		{"nil node", func(c *Config) { c.Nodes = []redis.Scripter{c.Nodes[0], nil, (*redis.Client)(nil)} }, "node 1 is nil"},
 		{"names mismatch", func(c *Config) { c.NodeNames = []string{"a", "b"} }, "2 node names for 1 nodes"},
-		{"no key", func(c *Config) { c.Key = "" }, "key is required"},
+		{"no keys", func(c *Config) { c.Keys = keyspace.Lease{} }, "keys are required"},
 		{"zero TTL", func(c *Config) { c.TTL = 0 }, "below the minimum"},
 		{"negative TTL", func(c *Config) { c.TTL = -time.Second }, "below the minimum"},
 		{"tiny TTL", func(c *Config) { c.TTL = time.Millisecond }, "below the minimum"},
@@ -65,7 +67,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 func TestNewDefaults(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = c.Close() })
-	l, err := New(Config{Nodes: []redis.Scripter{c}, Key: "k", TTL: 30 * time.Second})
+	l, err := New(Config{Nodes: []redis.Scripter{c}, Keys: keyspace.MustNew("k").Lease(), TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestNewDefaults(t *testing.T) {
 	if l.epochNode != 0 || l.Quorum() != 1 {
 		t.Fatalf("single node is its own epoch authority with quorum 1: epoch node %d, quorum %d", l.epochNode, l.Quorum())
 	}
-	l, _ = New(Config{Nodes: []redis.Scripter{c}, Key: "k", TTL: time.Second})
+	l, _ = New(Config{Nodes: []redis.Scripter{c}, Keys: keyspace.MustNew("k").Lease(), TTL: time.Second})
 	if l.nodeTimeout != 100*time.Millisecond {
 		t.Fatalf("node timeout %s, want TTL/10", l.nodeTimeout)
 	}

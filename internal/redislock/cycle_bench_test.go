@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -20,7 +21,7 @@ func BenchmarkCycle(b *testing.B) {
 	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: s.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Second, WriteTimeout: time.Second})
 	b.Cleanup(func() { _ = c.Close() })
-	l, err := New(Config{Nodes: []redis.Scripter{c}, Key: "{lw:bench}", TTL: 10 * time.Second, NodeTimeout: time.Second})
+	l, err := New(Config{Nodes: []redis.Scripter{c}, Keys: keyspace.MustNew("lw:bench").Lease(), TTL: 10 * time.Second, NodeTimeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

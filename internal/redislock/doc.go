@@ -18,7 +18,7 @@
 //     compare-and-pexpire / compare-and-delete script per node, comparing
 //     the secret; renew never re-creates a missing key.
 //   - Fencing tokens strictly increase across leaderships, because they come
-//     from one counter (EpochKey) on one authority (Config.Epoch, default
+//     from one counter (the epoch key) on one authority (Config.Epoch, default
 //     Nodes[0]). The authority mints the token inside its own acquire
 //     script when it grants (one round trip for the whole acquire); when it
 //     is no lock node or did not grant, the epoch is bumped on it right
@@ -68,7 +68,7 @@
 //     nodes (joined NodeErrors): with 3 of 5 nodes down, Renew fails without
 //     ErrLost and without moving the deadline, and the caller retries until
 //     the deadline, after which Renew returns ErrLost without touching Redis.
-//   - Release notices (published on ReleasedChannel; package notice
+//   - Release notices (published on the release channel; package notice
 //     listens) are hints for a fast handover; they can be lost, so polling
 //     stays the fallback. Only Release publishes one: a failed attempt's
 //     clean-up never does, so followers do not wake each other in a storm
@@ -86,8 +86,8 @@
 //
 // # Keys
 //
-// For lock key K (TaggedKey of LOCK_KEY, so all of them share one Redis
-// Cluster hash slot; keys.go is the one place that names them): K holds
+// Config.Keys names them (package keyspace, the one place that names
+// every key; all share one Redis Cluster hash slot). For lock key K: K holds
 // "<secret>:<token>:<worker>" (token 0 on a node that did not mint it);
 // K:epoch is the fencing counter, K:epoch:last tags the last bump after a
 // quorum ("<sha1 of the value>:<token>"), and K:epoch:fence is the Redlock

@@ -85,7 +85,7 @@ func (l *Locker) Holder(ctx context.Context) (Holder, error) {
 	}
 	ectx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
 	defer cancel()
-	epoch, err := readEpochScript.Run(ectx, l.epoch, []string{EpochKey(l.key)}).Int64()
+	epoch, err := readEpochScript.Run(ectx, l.epoch, []string{l.keys.Epoch()}).Int64()
 	if err != nil {
 		return h, fmt.Errorf("redislock: holder: read epoch: %w", &NodeError{Node: "epoch authority", Err: err})
 	}

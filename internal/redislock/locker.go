@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // Locker takes, renews and releases one lock key on one node or, with
@@ -16,13 +18,13 @@ type Locker struct {
 	names       []string
 	epoch       redis.Scripter
 	epochNode   int // index of the node that is also the epoch authority (it mints when it grants); -1: none
-	key         string
+	keys        keyspace.Lease
 	ttl         time.Duration
 	validity    time.Duration // TTL - drift
 	nodeTimeout time.Duration
 	now         func() time.Time
 	quorum      int
-	sharded     string // "1": release notices go out with SPUBLISH
+	sharded     bool // release notices go out with SPUBLISH
 
 	master      *master      // the epoch authority's master, for the WAIT step; nil: no WAIT
 	replicas    replicaCount // its online replicas, cached
@@ -32,9 +34,9 @@ type Locker struct {
 	lockKeys  []string // K
 	acqKeys   []string // K, K:epoch
 	epochKeys []string // K:epoch, K:epoch:last, K, the fence
+	fixKeys   []string // K:epoch, K:epoch:last, the fence (raise, reissue)
 	fenceKey  string   // see FenceKey
 	ttlArg    string   // TTL in ms, as sent
-	released  string   // ReleasedChannel(K)
 }
 
 // New validates cfg and returns a Locker. Every invariant is checked and all
@@ -50,14 +52,10 @@ func New(cfg Config) (*Locker, error) {
 	if isNil(epoch) {
 		epoch = cfg.Nodes[0]
 	}
-	k := cfg.Key
-	sharded := "0"
-	if cfg.ShardedNotices {
-		sharded = "1"
-	}
-	fence := FenceKey(k)
+	k := cfg.Keys
+	fence := k.Fence()
 	if len(cfg.Nodes) == 1 {
-		fence = EpochKey(k) // see (*Locker).FenceKey
+		fence = k.Epoch() // see (*Locker).FenceKey
 	}
 	epochNode := -1
 	for i, n := range cfg.Nodes {
@@ -71,33 +69,33 @@ func New(cfg Config) (*Locker, error) {
 		names:       slices.Clone(cfg.NodeNames),
 		epoch:       epoch,
 		epochNode:   epochNode,
-		key:         k,
+		keys:        k,
 		ttl:         ttl,
 		validity:    ttl - drift,
 		nodeTimeout: cfg.NodeTimeout,
 		now:         cfg.Now,
 		quorum:      len(cfg.Nodes)/2 + 1,
-		sharded:     sharded,
-		master:      masterOf(epoch, k),
+		sharded:     cfg.ShardedNotices,
+		master:      masterOf(epoch, k.Lock()),
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
-		lockKeys:    []string{k},
-		acqKeys:     []string{k, EpochKey(k)},
-		epochKeys:   []string{EpochKey(k), epochTagKey(k), k, fence},
+		lockKeys:    []string{k.Lock()},
+		acqKeys:     []string{k.Lock(), k.Epoch()},
+		epochKeys:   []string{k.Epoch(), k.EpochLast(), k.Lock(), fence},
+		fixKeys:     []string{k.Epoch(), k.EpochLast(), fence},
 		fenceKey:    fence,
 		ttlArg:      strconv.FormatInt(ttl.Milliseconds(), 10),
-		released:    ReleasedChannel(k),
 	}, nil
 }
 
 // FenceKey is the key the job store fences on (jobs.Config.FenceKey): a
 // token below its value is rejected, and an accepted one raises it.
 //
-// With one lock node it is the epoch itself (EpochKey): the node's grant is
-// the leadership, so every minted token is a leader's, the highest issued
-// is the highest that matters, and the fence moves in the mint's own
-// acknowledged (WAIT) script; older versions, which fence on the epoch,
-// then fence alike. With Redlock it is FenceKey(K): the authority mints
+// With one lock node it is the epoch itself (keyspace.Lease.Epoch): the
+// node's grant is the leadership, so every minted token is a leader's, the
+// highest issued is the highest that matters, and the fence moves in the
+// mint's own acknowledged (WAIT) script. With Redlock it is
+// keyspace.Lease.Fence: the authority mints
 // when it grants, before the quorum is known, and a token of an attempt
 // that failed must fence no working leader, so the fence is the highest
 // token a fenced write carried (Kleppmann's rule), raised also by a bump

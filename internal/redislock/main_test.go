@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // newLocker builds a Locker over the given clients; mod adjusts the config.
 func newLocker(t *testing.T, nodes []*redis.Client, mod func(*Config)) *Locker {
 	t.Helper()
-	cfg := Config{Key: "lw:test", TTL: 2 * time.Second, NodeTimeout: 200 * time.Millisecond}
+	cfg := Config{Keys: keys, TTL: 2 * time.Second, NodeTimeout: 200 * time.Millisecond}
 	for _, c := range nodes {
 		cfg.Nodes = append(cfg.Nodes, c)
 		cfg.NodeNames = append(cfg.NodeNames, c.Options().Addr)
@@ -63,11 +63,11 @@ func warmClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
-// subscribe subscribes to the release channel of key on c and returns the
+// subscribe subscribes to the test lock's release channel on c and returns the
 // message channel once the subscription is confirmed.
-func subscribe(t *testing.T, c *redis.Client, key string) <-chan *redis.Message {
+func subscribe(t *testing.T, c *redis.Client) <-chan *redis.Message {
 	t.Helper()
-	ps := c.Subscribe(t.Context(), ReleasedChannel(key))
+	ps := c.Subscribe(t.Context(), keys.ReleasedChannel())
 	if _, err := ps.Receive(t.Context()); err != nil { // the subscribe confirmation
 		t.Fatalf("subscribe: %v", err)
 	}
@@ -91,7 +91,7 @@ func receive(t *testing.T, ch <-chan *redis.Message, within time.Duration) *redi
 // notice published before this call would come before the sentinel.
 func noNotice(t *testing.T, c *redis.Client, notices <-chan *redis.Message) {
 	t.Helper()
-	if err := c.Publish(t.Context(), ReleasedChannel(key), "sentinel").Err(); err != nil {
+	if err := c.Publish(t.Context(), keys.ReleasedChannel(), "sentinel").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if m := receive(t, notices, 5*time.Second); m.Payload != "sentinel" {

@@ -11,7 +11,7 @@ import (
 func (l *Locker) Epoch(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
 	defer cancel()
-	e, err := readEpochScript.Run(ctx, l.epoch, []string{EpochKey(l.key)}).Int64()
+	e, err := readEpochScript.Run(ctx, l.epoch, []string{l.keys.Epoch()}).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("redislock: read epoch: %w", &NodeError{Node: "epoch authority", Err: err})
 	}
@@ -32,7 +32,7 @@ func (l *Locker) RaiseEpoch(ctx context.Context, n int64) (before, after int64, 
 	defer cancel()
 	// Through the WAIT step: a raise lost in a failover would let tokens
 	// at or below n be handed out again.
-	v, err := l.replicated(ctx, raiseScript, []string{EpochKey(l.key), epochTagKey(l.key), l.fenceKey}, []any{n},
+	v, err := l.replicated(ctx, raiseScript, l.fixKeys, []any{n},
 		func([]int64) bool { return true }) // the fence may move when the epoch does not
 	if err == nil && len(v) != 2 {
 		err = fmt.Errorf("unexpected raise reply of %d values", len(v))
@@ -58,7 +58,7 @@ func (l *Locker) Reissue(ctx context.Context, lease *Lease, floor int64) (*Lease
 		return nil, errors.New("redislock: reissue: negative floor")
 	}
 	ectx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
-	v, err := l.replicated(ectx, reissueScript, []string{EpochKey(l.key), epochTagKey(l.key), l.fenceKey}, []any{lease.value, floor},
+	v, err := l.replicated(ectx, reissueScript, l.fixKeys, []any{lease.value, floor},
 		func([]int64) bool { return true })
 	cancel()
 	if err == nil && len(v) != 1 {

@@ -29,7 +29,7 @@ func TestRaiseEpoch(t *testing.T) {
 	if e, err := l.Epoch(ctx); err != nil || e != 10 {
 		t.Fatalf("Epoch = %d, %v; want 10", e, err)
 	}
-	if l.FenceKey() != EpochKey(key) {
+	if l.FenceKey() != keys.Epoch() {
 		t.Fatalf("single node fences on %s, want the epoch", l.FenceKey())
 	}
 	if _, _, err := l.RaiseEpoch(ctx, -1); err == nil {
@@ -43,11 +43,11 @@ func TestRaiseEpoch(t *testing.T) {
 		t.Fatalf("acquire after the raise: token %v, %v; want 11", next, err)
 	}
 
-	ad.Set(ctx, EpochKey(key), "garbage", 0)
+	ad.Set(ctx, keys.Epoch(), "garbage", 0)
 	if _, _, err := l.RaiseEpoch(ctx, 20); err == nil {
 		t.Fatal("RaiseEpoch over a non-integer epoch succeeded")
 	}
-	if v := ad.Get(ctx, EpochKey(key)).Val(); v != "garbage" {
+	if v := ad.Get(ctx, keys.Epoch()).Val(); v != "garbage" {
 		t.Fatalf("a failed raise changed the epoch key to %q", v)
 	}
 }
@@ -59,22 +59,22 @@ func TestRaiseEpochRaisesTheRedlockFence(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
-	if l.FenceKey() != FenceKey(key) {
-		t.Fatalf("Redlock fences on %s, want %s", l.FenceKey(), FenceKey(key))
+	if l.FenceKey() != keys.Fence() {
+		t.Fatalf("Redlock fences on %s, want %s", l.FenceKey(), keys.Fence())
 	}
 	if _, err := l.Acquire(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	ad := c.admins[0]
-	if n := ad.Exists(ctx, FenceKey(key)).Val(); n != 0 {
+	if n := ad.Exists(ctx, keys.Fence()).Val(); n != 0 {
 		t.Fatal("the authority's grant moved the fence: a failed attempt would fence the leader")
 	}
-	if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
-		t.Fatalf("raise to 10: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 || ad.Get(ctx, keys.Fence()).Val() != "10" {
+		t.Fatalf("raise to 10: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, keys.Fence()).Val(), err)
 	}
-	ad.Set(ctx, FenceKey(key), 3, 0)
-	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, FenceKey(key)).Val() != "10" {
-		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, FenceKey(key)).Val(), err)
+	ad.Set(ctx, keys.Fence(), 3, 0)
+	if _, after, err := l.RaiseEpoch(ctx, 5); err != nil || after != 10 || ad.Get(ctx, keys.Fence()).Val() != "10" {
+		t.Fatalf("raise to 5 over epoch 10, fence 3: epoch %d, fence %s, %v; want both 10", after, ad.Get(ctx, keys.Fence()).Val(), err)
 	}
 }
 

@@ -243,7 +243,7 @@ func TestRedlockSlowNodesOutlastValidity(t *testing.T) {
 	for i, s := range c.servers {
 		nodes = append(nodes, warmClient(t, s.Addr()))
 		loadScripts(t, c.admins[i])
-		notices = append(notices, subscribe(t, c.admins[i], key))
+		notices = append(notices, subscribe(t, c.admins[i]))
 	}
 	// validity = 2s - (0.45*2s + 2ms) = 1.098s < NodeTimeout 1.5s
 	l := newLocker(t, nodes, func(cfg *Config) {
@@ -281,7 +281,7 @@ func TestRedlockTokensAcrossQuorums(t *testing.T) {
 	c := startCluster(t, 5)
 	authority := redistest.Start(t, redistest.Options{AppendOnly: true})
 	ea := admin(t, authority)
-	ea.Set(t.Context(), EpochKey(key), 41, 0) // history from earlier leaderships
+	ea.Set(t.Context(), keys.Epoch(), 41, 0) // history from earlier leaderships
 	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.Epoch = authority.Client() })
 	ctx := t.Context()
 
@@ -316,7 +316,7 @@ func TestRedlockTokensAcrossQuorums(t *testing.T) {
 		t.Fatalf("tokens %d then %d, want 42 then 43", a.Token(), b.Token())
 	}
 	for i := range 5 {
-		if c.admins[i].Exists(ctx, EpochKey(key)).Val() != 0 {
+		if c.admins[i].Exists(ctx, keys.Epoch()).Val() != 0 {
 			t.Fatalf("node %d has an epoch counter: only the authority may", i)
 		}
 	}
@@ -374,7 +374,7 @@ func TestMinorityCleanupPublishesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.admins[2].Del(ctx, key) // the leader keeps nodes 0 and 1
-	notices := subscribe(t, c.admins[2], key)
+	notices := subscribe(t, c.admins[2])
 
 	_, err := l.Acquire(ctx, "follower")
 	var held *HeldError
@@ -395,7 +395,7 @@ func TestMinorityCleanupPublishesNothing(t *testing.T) {
 func TestFailedBumpPublishesNothing(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
-	notices := []<-chan *redis.Message{subscribe(t, c.admins[1], key), subscribe(t, c.admins[2], key)}
+	notices := []<-chan *redis.Message{subscribe(t, c.admins[1]), subscribe(t, c.admins[2])}
 	c.servers[0].Kill()
 
 	_, err := l.Acquire(t.Context(), "follower")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
 // replicaCountTTL is how long the epoch authority's count of online
@@ -150,45 +152,49 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 }
 
 // bumpAndWait sends, in one round trip on conn: ROLE when asked, the
-// script, and WAIT want when want > 0. After NOSCRIPT (a fresh server, or
-// a promoted replica: scripts are not replicated) it sends the script
-// again with EVAL, and the WAIT again.
+// script, and WAIT want when want > 0 (scriptpipe.Run). After NOSCRIPT (a
+// fresh server, or a promoted replica: scripts are not replicated) it
+// sends the script again with its body, and the WAIT, unless the replicas
+// did not answer the first WAIT: a second try would wait as long in vain.
+// role and wait are nil when not sent.
 func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Script, keys []string, args []any, want int, readRole bool) (role, run, wait *redis.Cmd) {
-	send := func(eval bool) {
-		_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			if readRole && role == nil {
-				role = p.Do(ctx, "ROLE")
-			}
-			if eval {
-				run = s.Eval(ctx, p, keys, args...)
-			} else {
-				run = s.EvalSha(ctx, p, keys, args...)
-			}
-			if want > 0 {
-				wait = p.Do(ctx, "WAIT", want, l.waitTimeout.Milliseconds())
-			}
-			return nil
-		})
-	}
-	send(false)
-	if redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-		if wait != nil {
-			// A master that lost its scripts was often just promoted, and may
-			// have lost replicas too: wait for those ROLE lists now.
-			need := want
-			if role != nil {
-				if n, err := onlineReplicas(role); err == nil {
-					need = max(n, l.minReplicas)
-				}
-			}
-			if acked, err := wait.Int64(); (err != nil || int(acked) < want) && need >= want {
-				return role, run, wait // the replicas did not answer: a second try would wait as long in vain
-			}
-			want = need
+	first, r := scriptpipe.Run(ctx, conn, l.waitBatch(s, keys, args, want, readRole), func(first scriptpipe.Reply) (scriptpipe.Batch, bool) {
+		if want == 0 {
+			return l.waitBatch(s, keys, args, 0, false), true
 		}
-		send(true)
+		// A master that lost its scripts was often just promoted, and may
+		// have lost replicas too: wait for those ROLE lists now.
+		need := want
+		if readRole {
+			if n, err := onlineReplicas(first.Before[0]); err == nil {
+				need = max(n, l.minReplicas)
+			}
+		}
+		if acked, err := first.After[0].Int64(); (err != nil || int(acked) < want) && need >= want {
+			return scriptpipe.Batch{}, false
+		}
+		return l.waitBatch(s, keys, args, need, false), true
+	})
+	if readRole {
+		role = first.Before[0] // ROLE went with the first send only
 	}
-	return role, run, wait
+	if len(r.After) > 0 {
+		wait = r.After[0]
+	}
+	return role, r.Script, wait
+}
+
+// waitBatch is bumpAndWait's round trip: ROLE when readRole, the script,
+// WAIT want when want > 0.
+func (l *Locker) waitBatch(s *redis.Script, keys []string, args []any, want int, readRole bool) scriptpipe.Batch {
+	b := scriptpipe.Batch{Script: s, Keys: keys, Args: args}
+	if readRole {
+		b.Before = [][]any{{"ROLE"}}
+	}
+	if want > 0 {
+		b.After = [][]any{{"WAIT", want, l.waitTimeout.Milliseconds()}}
+	}
+	return b
 }
 
 // onlineReplicas reads ROLE's reply: how many replicas are online (ROLE

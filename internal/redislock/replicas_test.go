@@ -36,7 +36,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 		a, err = l.Acquire(ctx, "w")
 		return err == nil
 	})
-	if got := rep.Get(ctx, EpochKey(key)).Val(); got != strconv.FormatInt(a.Token(), 10) {
+	if got := rep.Get(ctx, keys.Epoch()).Val(); got != strconv.FormatInt(a.Token(), 10) {
 		t.Fatalf("replica epoch %q when Acquire returned token %d", got, a.Token())
 	}
 	if err := l.Release(ctx, a); err != nil {
@@ -61,7 +61,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 	if b.Token() <= a.Token()+1 { // the failed attempt used a.Token()+1
 		t.Fatalf("token %d after %d and a failed attempt", b.Token(), a.Token())
 	}
-	if got := rep.Get(ctx, EpochKey(key)).Val(); got != strconv.FormatInt(b.Token(), 10) {
+	if got := rep.Get(ctx, keys.Epoch()).Val(); got != strconv.FormatInt(b.Token(), 10) {
 		t.Fatalf("replica epoch %q when Acquire returned token %d", got, b.Token())
 	}
 }
@@ -153,7 +153,7 @@ func TestTokensAcrossClusterFailover(t *testing.T) {
 	})
 	t.Cleanup(func() { _ = c.Close() })
 	testTokensAcrossFailover(t, c, func(ctx context.Context) error {
-		_, err := cl.Failover(ctx, TaggedKey(key))
+		_, err := cl.Failover(ctx, key)
 		return err
 	})
 }
@@ -163,8 +163,7 @@ func TestTokensAcrossClusterFailover(t *testing.T) {
 // leaderships get higher tokens than every one before.
 func testTokensAcrossFailover(t *testing.T, c redis.Scripter, failover func(context.Context) error) {
 	t.Helper()
-	k := TaggedKey(key)
-	l, err := New(Config{Nodes: []redis.Scripter{c}, Key: k, TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
+	l, err := New(Config{Nodes: []redis.Scripter{c}, Keys: keys, TTL: 2 * time.Second, NodeTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,3 +60,12 @@ var (
 	reissueLua    string
 	reissueScript = redis.NewScript(reissueLua)
 )
+
+// flag is a yes-or-no script argument as the scripts read it: "1" for
+// yes, "0" for no.
+func flag(yes bool) string {
+	if yes {
+		return "1"
+	}
+	return "0"
+}

@@ -10,11 +10,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-const key = "lw:test"
+// keys names the test lock's keys; key is its lock key.
+var (
+	keys = keyspace.MustNew("lw:test").Lease()
+	key  = keys.Lock()
+)
 
 func TestSecondAcquireIsHeld(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
@@ -141,9 +146,8 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	c, ad := s.Client(), admin(t, s)
 	ctx := t.Context()
-	keys := []string{key, EpochKey(key)}
 	run := func(value string) []int64 {
-		v, err := acquireScript.Run(ctx, c, keys, value+":", 5000, "w", "1").Int64Slice()
+		v, err := acquireScript.Run(ctx, c, []string{key, keys.Epoch()}, value+":", 5000, "w", flag(true)).Int64Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +157,7 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	if first[0] != 1 || again[0] != 1 || first[1] != 1 || again[1] != 1 {
 		t.Fatalf("first %v, re-sent %v: want both {1, 1}", first, again)
 	}
-	if e := ad.Get(ctx, EpochKey(key)).Val(); e != "1" {
+	if e := ad.Get(ctx, keys.Epoch()).Val(); e != "1" {
 		t.Fatalf("epoch %s after a re-sent acquire, want 1", e)
 	}
 	if got := ad.Get(ctx, key).Val(); got != "value-1:1:w" {
@@ -176,7 +180,7 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	}
 	// The Redlock epoch bump is idempotent per value while no token was
 	// minted since, and records the token when K holds the value.
-	ek := []string{EpochKey(key), epochTagKey(key), key, FenceKey(key)}
+	ek := []string{keys.Epoch(), keys.EpochLast(), key, keys.Fence()}
 	bump := func(v string) []int64 {
 		r, err := epochScript.Run(ctx, c, ek, v+":").Int64Slice()
 		if err != nil || len(r) != 2 {
@@ -198,12 +202,12 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	}
 	// A mint in the acquire leaves the Redlock fence alone (the attempt may
 	// fail); a bump after the quorum raises it.
-	if f := ad.Get(ctx, FenceKey(key)).Val(); f != "8" {
+	if f := ad.Get(ctx, keys.Fence()).Val(); f != "8" {
 		t.Fatalf("fence %q after the bumps, want 8", f)
 	}
 	ad.Del(ctx, key)
-	if v := run("value-6"); v[1] != 9 || ad.Get(ctx, FenceKey(key)).Val() != "8" {
-		t.Fatalf("mint %v moved the fence to %s", v, ad.Get(ctx, FenceKey(key)).Val())
+	if v := run("value-6"); v[1] != 9 || ad.Get(ctx, keys.Fence()).Val() != "8" {
+		t.Fatalf("mint %v moved the fence to %s", v, ad.Get(ctx, keys.Fence()).Val())
 	}
 }
 
@@ -215,7 +219,7 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 func TestTimedOutAcquireIsReleased(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	ad := admin(t, s)
-	notices := subscribe(t, ad, key)
+	notices := subscribe(t, ad)
 	l := newLocker(t, []*redis.Client{warmClient(t, s.Addr())}, func(c *Config) {
 		c.TTL = 20 * time.Second
 		c.NodeTimeout = 200 * time.Millisecond
@@ -241,7 +245,7 @@ func TestTimedOutAcquireIsReleased(t *testing.T) {
 func TestLostReplyAcquireIsReleased(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	ad := admin(t, s)
-	notices := subscribe(t, ad, key)
+	notices := subscribe(t, ad)
 	p := startProxy(t, s.Addr())
 	l := newLocker(t, []*redis.Client{warmClient(t, p.Addr())}, func(c *Config) {
 		c.TTL = 20 * time.Second
@@ -256,7 +260,7 @@ func TestLostReplyAcquireIsReleased(t *testing.T) {
 	poll.Until(t, 5*time.Second, "the lost-reply attempt released", func() bool {
 		return ad.Exists(t.Context(), key).Val() == 0
 	})
-	if e := ad.Get(t.Context(), EpochKey(key)).Val(); e != "1" {
+	if e := ad.Get(t.Context(), keys.Epoch()).Val(); e != "1" {
 		t.Fatalf("epoch %q: the lost acquire should have bumped it once", e)
 	}
 	noNotice(t, ad, notices)
@@ -338,7 +342,7 @@ func TestRenewOfVanishedKeyIsLostAndDoesNotRecreate(t *testing.T) {
 func TestReleasePublishesWorkerID(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	ad := admin(t, s)
-	notices := subscribe(t, ad, key)
+	notices := subscribe(t, ad)
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
 	ctx := t.Context()
 	a, err := l.Acquire(ctx, "worker-7")
@@ -348,7 +352,7 @@ func TestReleasePublishesWorkerID(t *testing.T) {
 	if err := l.Release(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if m := receive(t, notices, 2*time.Second); m.Payload != "worker-7" || m.Channel != ReleasedChannel(key) {
+	if m := receive(t, notices, 2*time.Second); m.Payload != "worker-7" || m.Channel != keys.ReleasedChannel() {
 		t.Fatalf("notice %q on %q", m.Payload, m.Channel)
 	}
 	if n := ad.Exists(ctx, key).Val(); n != 0 {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
-	"github.com/lockworker/lockworker/internal/redislock"
 )
 
 // Config configures a Roster.
@@ -21,9 +21,9 @@ type Config struct {
 	// Client is the Redis that holds the registry (the first node).
 	// Required.
 	Client redis.Cmdable
-	// LockKey is the lock's key; the registry's keys derive from it.
+	// Keys names the registry's keys and channel (package keyspace).
 	// Required.
-	LockKey string
+	Keys keyspace.Base
 	// TTL is how long a record lives without a refresh. Required, at
 	// least a millisecond.
 	TTL time.Duration
@@ -36,8 +36,7 @@ type Config struct {
 
 // Roster reads and writes the registry. Safe for concurrent use.
 type Roster struct {
-	cfg   Config
-	index string
+	cfg Config
 }
 
 // New validates cfg and returns a Roster.
@@ -46,8 +45,8 @@ func New(cfg Config) (*Roster, error) {
 	if cfg.Client == nil {
 		errs = append(errs, errors.New("roster: Client is required"))
 	}
-	if strings.TrimSpace(cfg.LockKey) == "" {
-		errs = append(errs, errors.New("roster: LockKey is required"))
+	if cfg.Keys.IsZero() {
+		errs = append(errs, errors.New("roster: Keys is required"))
 	}
 	if cfg.TTL < time.Millisecond {
 		errs = append(errs, fmt.Errorf("roster: TTL must be at least 1ms, got %s", cfg.TTL))
@@ -58,7 +57,7 @@ func New(cfg Config) (*Roster, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Roster{cfg: cfg, index: redislock.ReplicasKey(cfg.LockKey)}, nil
+	return &Roster{cfg: cfg}, nil
 }
 
 // TTL is how long a record lives without a refresh.
@@ -80,13 +79,13 @@ func (r *Roster) Put(ctx context.Context, rec Record, prune, announce bool) erro
 	}
 	expiry := float64(now.Add(r.cfg.TTL).UnixMilli())
 	_, err = r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, redislock.ReplicaKey(r.cfg.LockKey, rec.WorkerID), body, r.cfg.TTL)
-		p.ZAdd(ctx, r.index, redis.Z{Score: expiry, Member: rec.WorkerID})
+		p.Set(ctx, r.cfg.Keys.Replica(rec.WorkerID), body, r.cfg.TTL)
+		p.ZAdd(ctx, r.cfg.Keys.Replicas(), redis.Z{Score: expiry, Member: rec.WorkerID})
 		if prune {
-			p.ZRemRangeByScore(ctx, r.index, "-inf", strconv.FormatInt(now.Add(-r.cfg.TTL).UnixMilli(), 10))
+			p.ZRemRangeByScore(ctx, r.cfg.Keys.Replicas(), "-inf", strconv.FormatInt(now.Add(-r.cfg.TTL).UnixMilli(), 10))
 		}
 		if announce {
-			notice.Publish(ctx, p, r.cfg.ShardedNotices, redislock.FleetChannel(r.cfg.LockKey), rec.WorkerID)
+			notice.Publish(ctx, p, r.cfg.ShardedNotices, r.cfg.Keys.FleetChannel(), rec.WorkerID)
 		}
 		return nil
 	})
@@ -99,9 +98,9 @@ func (r *Roster) Put(ctx context.Context, rec Record, prune, announce bool) erro
 // Remove deletes a replica's record and announces it, in one round trip.
 func (r *Roster) Remove(ctx context.Context, workerID string) error {
 	_, err := r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, redislock.ReplicaKey(r.cfg.LockKey, workerID))
-		p.ZRem(ctx, r.index, workerID)
-		notice.Publish(ctx, p, r.cfg.ShardedNotices, redislock.FleetChannel(r.cfg.LockKey), workerID)
+		p.Del(ctx, r.cfg.Keys.Replica(workerID))
+		p.ZRem(ctx, r.cfg.Keys.Replicas(), workerID)
+		notice.Publish(ctx, p, r.cfg.ShardedNotices, r.cfg.Keys.FleetChannel(), workerID)
 		return nil
 	})
 	if err != nil {
@@ -113,7 +112,7 @@ func (r *Roster) Remove(ctx context.Context, workerID string) error {
 // List returns the live replicas' records, ordered by worker ID. A record
 // that cannot be decoded is skipped (a newer or older writer's format).
 func (r *Roster) List(ctx context.Context) ([]Record, error) {
-	ids, err := r.cfg.Client.ZRange(ctx, r.index, 0, -1).Result()
+	ids, err := r.cfg.Client.ZRange(ctx, r.cfg.Keys.Replicas(), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("roster: list: %w", err)
 	}
@@ -122,7 +121,7 @@ func (r *Roster) List(ctx context.Context) ([]Record, error) {
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
-		keys[i] = redislock.ReplicaKey(r.cfg.LockKey, id)
+		keys[i] = r.cfg.Keys.Replica(id)
 	}
 	vals, err := r.cfg.Client.MGet(ctx, keys...).Result()
 	if err != nil {

@@ -9,20 +9,21 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"go.uber.org/goleak"
 
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const lockKey = "test:leader"
+var keys = keyspace.MustNew("test:leader")
 
 func newRoster(t *testing.T, c *redis.Client, ttl time.Duration) *Roster {
 	t.Helper()
-	r, err := New(Config{Client: c, LockKey: lockKey, TTL: ttl})
+	r, err := New(Config{Client: c, Keys: keys, TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func newRoster(t *testing.T, c *redis.Client, ttl time.Duration) *Roster {
 
 func TestNewValidates(t *testing.T) {
 	_, err := New(Config{})
-	for _, want := range []string{"Client is required", "LockKey is required", "TTL must be at least 1ms"} {
+	for _, want := range []string{"Client is required", "Keys is required", "TTL must be at least 1ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New(Config{}) = %v, want it to say %q", err, want)
 		}
@@ -73,13 +74,13 @@ func TestPutListExpire(t *testing.T) {
 	}
 	// w-3 expired in the index too, long enough ago for the prune.
 	poll.Until(t, 5*time.Second, "the index entry of w-3 old enough to prune", func() bool {
-		score, err := c.ZScore(ctx, redislock.ReplicasKey(lockKey), "w-3").Result()
+		score, err := c.ZScore(ctx, keys.Replicas(), "w-3").Result()
 		return err == nil && time.UnixMilli(int64(score)).Add(300*time.Millisecond).Before(time.Now())
 	})
 	if err := short.Put(ctx, Record{WorkerID: "w-2", Leader: true}, true, false); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.ZCard(ctx, redislock.ReplicasKey(lockKey)).Result(); n != 1 {
+	if n, _ := c.ZCard(ctx, keys.Replicas()).Result(); n != 1 {
 		t.Errorf("index holds %d members after the prune, want 1", n)
 	}
 }
@@ -90,7 +91,7 @@ func TestRemoveAnnounces(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	c := s.Client()
 	r := newRoster(t, c, time.Minute)
-	ps := c.Subscribe(t.Context(), redislock.FleetChannel(lockKey))
+	ps := c.Subscribe(t.Context(), keys.FleetChannel())
 	defer ps.Close()
 	if _, err := ps.Receive(t.Context()); err != nil { // the subscription
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestRemoveAnnounces(t *testing.T) {
 	if err := r.Remove(t.Context(), "w-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Publish(t.Context(), redislock.FleetChannel(lockKey), "end").Err(); err != nil {
+	if err := c.Publish(t.Context(), keys.FleetChannel(), "end").Err(); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -140,7 +141,7 @@ func TestReporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	var announced atomic.Int64
-	ps := c.Subscribe(t.Context(), redislock.FleetChannel(lockKey))
+	ps := c.Subscribe(t.Context(), keys.FleetChannel())
 	defer ps.Close()
 	if _, err := ps.Receive(t.Context()); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
@@ -72,8 +72,7 @@ func (c *cluster) failoverRound(ctx context.Context) (failoverSample, error) {
 func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) failoverSample {
 	c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true, ReadTimeout: time.Second})
 	defer func() { _ = c.Close() }()
-	key := redislock.TaggedKey(lockKey)
-	q, err := jobs.New(jobs.Config{Client: c, Prefix: redislock.JobsPrefix(key), EpochKey: redislock.EpochKey(key)})
+	q, err := jobs.New(jobs.Config{Client: c, Keys: keyspace.MustNew(lockKey).Lease()})
 	if err != nil {
 		return failoverSample{}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redisopt"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
@@ -48,8 +48,7 @@ func TestWatchPromotionRefills(t *testing.T) {
 			c := redis.NewClient(&redis.Options{MaintNotificationsConfig: redisopt.NoMaintNotifications(), Addr: r.Addr()})
 			defer func() { _ = c.Close() }()
 			const lockKey = "lw:test"
-			key := redislock.TaggedKey(lockKey)
-			q, err := jobs.New(jobs.Config{Client: c, Prefix: redislock.JobsPrefix(key), EpochKey: redislock.EpochKey(key)})
+			q, err := jobs.New(jobs.Config{Client: c, Keys: keyspace.MustNew(lockKey).Lease()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
 // The Redis topologies the benchmark runs lockworker on (REDIS_MODE).
@@ -52,7 +52,7 @@ func startTopology(ctx context.Context, f *fleet.Fleet, mode, lockKey string, ao
 		if err != nil {
 			return nil, err
 		}
-		return clusterTopology(c, redislock.TaggedKey(lockKey)), nil
+		return clusterTopology(c, keyspace.MustNew(lockKey).Key()), nil
 	}
 	return nil, fmt.Errorf("unknown mode %q (standalone, sentinel or cluster)", mode)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redislock"
 )
 
@@ -18,7 +19,7 @@ var lockworkerLib = contender{
 		for i, n := range nodes {
 			sc[i] = n
 		}
-		l, err := redislock.New(redislock.Config{Nodes: sc, Key: key, TTL: o.ttl, NodeTimeout: o.nodeTimeout})
+		l, err := redislock.New(redislock.Config{Nodes: sc, Keys: keyspace.MustNew(key).Lease(), TTL: o.ttl, NodeTimeout: o.nodeTimeout})
 		if err != nil {
 			return nil, err
 		}

@@ -19,13 +19,13 @@ import (
 	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/redisopt"
 )
 
-// lockKey is the Redis key of the daemon's default LOCK_KEY (with its hash
-// tag); the queue lives under it.
-var lockKey = redislock.TaggedKey("lockworker:leader")
+// keys names the keys of the LOCK_KEY the replicas run with (the
+// daemon's default).
+var keys = keyspace.MustNew("lockworker:leader")
 
 // ClusterConfig describes the processes of a run.
 type ClusterConfig struct {
@@ -226,9 +226,8 @@ func (c *Cluster) startWorker(s *slot) error {
 // nodesMu for reading while using it.
 func (c *Cluster) Queue() (*jobs.Queue, error) {
 	return jobs.New(jobs.Config{
-		Client:   c.nodes[0].client,
-		Prefix:   redislock.JobsPrefix(lockKey),
-		EpochKey: redislock.EpochKey(lockKey),
+		Client: c.nodes[0].client,
+		Keys:   keys.Lease(),
 	})
 }
 

@@ -254,7 +254,7 @@ func (in *injector) expire(ctx context.Context) (fault, error) {
 		f.target += " (lock of " + s.name + ")"
 	}
 	for _, n := range nodes {
-		if err := n.client.PExpire(ctx, lockKey, time.Millisecond).Err(); err != nil {
+		if err := n.client.PExpire(ctx, keys.Lease().Lock(), time.Millisecond).Err(); err != nil {
 			return f, fmt.Errorf("chaos: pexpire on redis%d: %w", n.idx, err)
 		}
 	}
