@@ -1,7 +1,7 @@
 // Package history is the leadership history: a capped Redis stream with
 // one entry per leadership (its fencing token, its worker ID, when it
 // started, and how the one before it ended), beside the lock on the first
-// Redis node (keys named by package redislock).
+// Redis node (keys named by package keyspace).
 //
 // How a leadership ended: a leader that gives the lock up on purpose
 // records why just before it releases (Ended: released on a shutdown,

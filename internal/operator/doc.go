@@ -2,7 +2,7 @@
 // the same way from the command line and over HTTP: step the leader down,
 // pause or resume the queue, requeue a dead letter. None of it needs the
 // leader's HTTP port: requests go through Redis, beside the lock (keys and
-// channel named by package redislock, on the first node).
+// channel named by package keyspace, on the first node).
 //
 // Step down: StepDown reads who holds the lock, writes that leadership's
 // fencing token to K:stepdown (with a TTL) and announces it on K:control.

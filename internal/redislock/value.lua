@@ -15,7 +15,7 @@ local function ours(cur, p)
 end
 
 -- holder splits a lock value into its token and worker (0 and '' for a
--- value that is not in this format, e.g. one set by an older version).
+-- value that is not in this format, e.g. one set by something else).
 local function holder(cur)
   local token, worker = string.match(cur, '^[^:]*:(%d+):(.*)$')
   return tonumber(token) or 0, worker or ''

@@ -3,7 +3,7 @@
 // it leads, since when, jobs done, last error) beside the lock, and anyone
 // can list the live ones.
 //
-// Layout (keys named by package redislock, on the first Redis node):
+// Layout (keys named by package keyspace, on the first Redis node):
 // K:replica:<worker> holds the record as JSON with a TTL of a few refresh
 // periods, and the sorted set K:replicas indexes the worker IDs, scored by
 // their records' expiry. A refresh is one round trip (SET PX, ZADD, and
