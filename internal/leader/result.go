@@ -10,16 +10,10 @@ const (
 	Held                              // another holder has it
 )
 
-// String is the result as metrics label it: "error", "acquired", "held".
-func (r AcquireResult) String() string {
-	switch r {
-	case Acquired:
-		return "acquired"
-	case Held:
-		return "held"
-	}
-	return "error"
-}
+var acquireResults = [...]string{AcquireError: "error", Acquired: "acquired", Held: "held"}
+
+// String is the result as metrics label it: "error", "acquired" or "held".
+func (r AcquireResult) String() string { return acquireResults[r] }
 
 // RenewResult is how a renew attempt went, as the Observer is told.
 type RenewResult int
@@ -31,13 +25,7 @@ const (
 	Lost                          // the lease is gone
 )
 
-// String is the result as metrics label it: "error", "renewed", "lost".
-func (r RenewResult) String() string {
-	switch r {
-	case Renewed:
-		return "renewed"
-	case Lost:
-		return "lost"
-	}
-	return "error"
-}
+var renewResults = [...]string{RenewError: "error", Renewed: "renewed", Lost: "lost"}
+
+// String is the result as metrics label it: "error", "renewed" or "lost".
+func (r RenewResult) String() string { return renewResults[r] }
