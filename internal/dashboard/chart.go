@@ -79,11 +79,7 @@ type Rect struct {
 
 // BuildChart lays out the chart the machine describes.
 func BuildChart() (Chart, error) {
-	d, err := machine.Describe()
-	if err != nil {
-		return Chart{}, err
-	}
-	return layoutChart(d)
+	return layoutChart(machine.Describe())
 }
 
 // bundleMin is the fewest sources a trigger needs to be drawn as a bundle,

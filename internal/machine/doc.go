@@ -21,7 +21,10 @@
 //   - Stop (or cancelling Run's context) always ends in idle via cleanup
 //     and releasing_lock, whose callbacks get a context that the caller's
 //     cancellation does not reach;
-//   - Run returns only after every goroutine it started has returned.
+//   - Run returns only after every goroutine it started has returned;
+//   - the chart is declared once, as data (chart.go): it configures
+//     stateless, and Describe and Graph read the same declaration, so no
+//     picture of the chart can drift from the machine.
 //
 // It does not know Redis, leases, deadlines or fencing tokens: the callbacks
 // do. Nothing here makes a late leader harmless; fencing does that. A
