@@ -1,4 +1,4 @@
-package dashboard
+package chartsvg
 
 import (
 	"math"
@@ -28,7 +28,7 @@ const (
 	searchLimit = 200_000
 )
 
-// layoutChart places the states in columns by their distance from the
+// Layout places the states in columns by their distance from the
 // initial state (breadth first over the drawn edges; a state reached only
 // through a bundle goes one column right of its nearest source), picks the
 // rows within the columns that make the fewest crossings and detours by
@@ -37,7 +37,7 @@ const (
 // what follows it) get a row of their own above or below the others, in
 // whichever columns cost least, so no bundle's box can catch them. The
 // result depends only on the description, so the picture is stable.
-func layoutChart(d machine.Description) (Chart, error) {
+func Layout(d machine.Description) Chart {
 	edges, bundles, ignored := classify(d)
 	c := Chart{Initial: d.Initial, Edges: edges, Bundles: bundles, Ignored: ignored}
 	for _, s := range d.States {
@@ -55,10 +55,10 @@ func layoutChart(d machine.Description) (Chart, error) {
 	}
 	route(&c)
 	c.normalize()
-	return c, nil
+	return c
 }
 
-// columns numbers each state's column; see layoutChart.
+// columns numbers each state's column; see Layout.
 func columns(states []ChartState, initial string, edges []ChartEdge, bundles []ChartBundle) map[string]int {
 	next := map[string][]string{}
 	for _, e := range edges {
