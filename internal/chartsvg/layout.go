@@ -1,6 +1,7 @@
 package chartsvg
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -23,39 +24,250 @@ const (
 	colGapMax  = 170.0
 	margin     = 16.0
 	bundlePad  = 14.0
-	// searchLimit bounds the exhaustive search: past it, the cheapest
-	// placement tried so far stands.
-	searchLimit = 200_000
 )
 
-// Layout places the states in columns by their distance from the
-// initial state (breadth first over the drawn edges; a state reached only
-// through a bundle goes one column right of its nearest source), picks the
-// rows within the columns that make the fewest crossings and detours by
-// trying every assignment, then routes the arrows around the boxes. States
-// that are no bundle's source (where a bundle leads: STOP's cleanup and
-// what follows it) get a row of their own above or below the others, in
-// whichever columns cost least, so no bundle's box can catch them. The
-// result depends only on the description, so the picture is stable.
+// Layout lays the chart d describes out in layers, with no search: each
+// state's place follows from the description by the rules below, so the
+// picture is stable.
+//
+//   - Columns: a state's distance from the initial state over the drawn
+//     arrows (breadth first; a state reached only through a bundle goes
+//     one column right of its nearest source).
+//   - Rows: column by column from the left, the states most tied to those
+//     already placed go first, each to the free row at the weighted median
+//     of its placed neighbours' rows (the nearest free one when taken).
+//     Two states joined by many arrows line up, so their arrows run
+//     straight.
+//   - States that are no bundle's source (where a bundle leads, STOP's
+//     cleanup, and what follows it) share a row of their own below the
+//     others, so no bundle's box can catch them, each in the free column
+//     at the weighted median of its neighbours' columns. A bundle's target
+//     takes a column with nothing right above it, so the bundle's arrow
+//     runs straight down through an empty cell.
+//
+// Then the arrows are routed around the boxes and each other (route).
 func Layout(d machine.Description) Chart {
 	edges, bundles, ignored := classify(d)
 	c := Chart{Initial: d.Initial, Edges: edges, Bundles: bundles, Ignored: ignored}
 	for _, s := range d.States {
 		c.States = append(c.States, ChartState{Name: s.Name, Entry: s.Entry})
 	}
+	g := newGrid(c.States, edges, bundles)
 	col := columns(c.States, d.Initial, edges, bundles)
-	for i := range c.States {
-		c.States[i].Col = col[c.States[i].Name]
+	for i, s := range c.States {
+		if !g.band[i] {
+			g.cells[i].col = col[s.Name]
+		}
 	}
-	p := newPlacer(c.States, edges, bundles, d.Initial)
-	cells := p.best()
-	boxes := p.boxes(cells)
+	g.placeRows()
+	g.placeBand(bundles)
+	boxes := g.boxes(columnGap(edges))
 	for i := range c.States {
-		c.States[i].Col, c.States[i].Row, c.States[i].Box = cells[i].col, cells[i].row, boxes[i]
+		c.States[i].Col, c.States[i].Row, c.States[i].Box = g.cells[i].col, g.cells[i].row, boxes[i]
 	}
 	route(&c)
 	c.normalize()
 	return c
+}
+
+// cell is a state's place on the grid.
+type cell struct{ col, row int }
+
+// grid is the chart's states on their way to a cell each.
+type grid struct {
+	states []ChartState
+	at     map[string]int
+	tie    [][]int // tie[a][b]: the triggers on the arrows between a and b
+	band   []bool  // see band
+	target []bool  // a bundle leads to it
+	cells  []cell
+	placed []bool
+	nrows  int // rows above the band
+	ncols  int
+}
+
+func newGrid(states []ChartState, edges []ChartEdge, bundles []ChartBundle) *grid {
+	n := len(states)
+	g := &grid{states: states, at: map[string]int{}, cells: make([]cell, n), placed: make([]bool, n), target: make([]bool, n)}
+	for i, s := range states {
+		g.at[s.Name] = i
+		g.tie = append(g.tie, make([]int, n))
+	}
+	for _, e := range edges {
+		a, b := g.at[e.From], g.at[e.To]
+		if a != b {
+			g.tie[a][b] += len(e.Triggers)
+			g.tie[b][a] += len(e.Triggers)
+		}
+	}
+	sources := make([]bool, n)
+	for _, b := range bundles {
+		g.target[g.at[b.To]] = true
+		for _, f := range b.From {
+			sources[g.at[f]] = true
+		}
+	}
+	g.band = band(sources, len(bundles) > 0)
+	return g
+}
+
+// band marks the states that are no bundle's source, to be kept out of
+// the bundles' boxes; none when there is no bundle or when every state is
+// one's source.
+func band(sources []bool, bundled bool) []bool {
+	out := make([]bool, len(sources))
+	n := 0
+	for i, src := range sources {
+		out[i] = bundled && !src
+		if out[i] {
+			n++
+		}
+	}
+	if n == len(sources) {
+		clear(out)
+	}
+	return out
+}
+
+// placeRows gives the states above the band their rows; see Layout.
+func (g *grid) placeRows() {
+	perCol := map[int][]int{}
+	for i := range g.states {
+		if !g.band[i] {
+			c := g.cells[i].col
+			perCol[c] = append(perCol[c], i)
+			g.nrows = max(g.nrows, len(perCol[c]))
+			g.ncols = max(g.ncols, c+1)
+		}
+	}
+	for c := range g.ncols {
+		members := perCol[c]
+		slices.SortStableFunc(members, func(a, b int) int { return cmp.Compare(g.pull(b), g.pull(a)) })
+		used := map[int]bool{}
+		for _, i := range members {
+			want := g.median(i, func(c cell) int { return c.row })
+			r := nearestFree(want, g.nrows, func(r int) bool { return !used[r] })
+			used[r] = true
+			g.cells[i].row, g.placed[i] = r, true
+		}
+	}
+}
+
+// placeBand gives the band's states their cells in the row below the
+// others, bundles' targets first; see Layout. With more band states than
+// columns, the band grows to the right.
+func (g *grid) placeBand(bundles []ChartBundle) {
+	var members []int
+	for i := range g.states {
+		if g.band[i] {
+			members = append(members, i)
+		}
+	}
+	slices.SortStableFunc(members, func(a, b int) int {
+		if g.target[a] != g.target[b] {
+			if g.target[a] {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+	above := map[int]bool{} // columns whose last row above the band is taken
+	for i := range g.states {
+		if !g.band[i] && g.cells[i].row == g.nrows-1 {
+			above[g.cells[i].col] = true
+		}
+	}
+	width := max(g.ncols, len(members))
+	used := map[int]bool{}
+	for _, i := range members {
+		want := g.median(i, func(c cell) int { return c.col })
+		free := func(c int) bool { return !used[c] && !(g.target[i] && above[c]) }
+		if !anyFree(width, free) {
+			free = func(c int) bool { return !used[c] }
+		}
+		c := nearestFree(want, width, free)
+		used[c] = true
+		g.cells[i], g.placed[i] = cell{c, g.nrows}, true
+		g.ncols = max(g.ncols, c+1)
+	}
+	if len(members) > 0 {
+		g.nrows++
+	}
+}
+
+func anyFree(n int, free func(int) bool) bool {
+	for c := range n {
+		if free(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// pull is how many triggers tie state i to the states placed so far.
+func (g *grid) pull(i int) int {
+	n := 0
+	for j, t := range g.tie[i] {
+		if g.placed[j] {
+			n += t
+		}
+	}
+	return n
+}
+
+// median is the weighted lower median of coord over the placed states tied
+// to i, each weighing its tie; 0 when none is placed.
+func (g *grid) median(i int, coord func(cell) int) int {
+	type vote struct{ at, weight int }
+	var votes []vote
+	total := 0
+	for j, t := range g.tie[i] {
+		if t > 0 && g.placed[j] {
+			votes = append(votes, vote{coord(g.cells[j]), t})
+			total += t
+		}
+	}
+	slices.SortStableFunc(votes, func(a, b vote) int { return cmp.Compare(a.at, b.at) })
+	sum := 0
+	for _, v := range votes {
+		if sum += v.weight; 2*sum >= total {
+			return v.at
+		}
+	}
+	return 0
+}
+
+// nearestFree is the free index in [0, n) nearest to want, the lower one
+// on a tie; want when none is free.
+func nearestFree(want, n int, free func(int) bool) int {
+	for d := 0; d < 2*n; d++ {
+		for _, c := range []int{want - d, want + d} {
+			if c >= 0 && c < n && free(c) {
+				return c
+			}
+		}
+	}
+	return want
+}
+
+// boxes turns the cells into boxes: columns as wide as their widest
+// state, gap apart; rows of equal height.
+func (g *grid) boxes(gap float64) []Rect {
+	width := make([]float64, g.ncols)
+	for i, c := range g.cells {
+		width[c.col] = max(width[c.col], stateWidth(g.states[i]))
+	}
+	left := make([]float64, g.ncols)
+	for i := 1; i < g.ncols; i++ {
+		left[i] = left[i-1] + width[i-1] + gap
+	}
+	out := make([]Rect, len(g.cells))
+	for i, c := range g.cells {
+		w := stateWidth(g.states[i])
+		out[i] = Rect{left[c.col] + (width[c.col]-w)/2, float64(c.row) * (nodeH + rowGap), w, nodeH}
+	}
+	return out
 }
 
 // columns numbers each state's column; see Layout.
@@ -115,9 +327,6 @@ func reachedAt(name string, col map[string]int, bundles []ChartBundle) int {
 	return at
 }
 
-// cell is a state's place on the grid.
-type cell struct{ col, row int }
-
 // columnGap is the space between columns: wide enough for the widest
 // label, within bounds.
 func columnGap(edges []ChartEdge) float64 {
@@ -142,257 +351,6 @@ func labelSize(lines []labelLine) (w, h float64) {
 		w = max(w, float64(len(l.text))*smallCharW)
 	}
 	return w + 2*labelPadX, float64(len(lines))*lineH + 2*labelPadY
-}
-
-// placer searches the cells of a chart's states. What the search asks
-// of every candidate is worked out once here.
-type placer struct {
-	states  []ChartState // Col set by columns
-	initial int
-	gap     float64
-	widths  []float64 // of each state's box
-	arrows  []arrow   // drawn edges, one per pair of states
-	sources [][]bool  // per bundle: which states it leads from
-	inBand  []bool    // see band
-	ncols   int
-}
-
-// arrow is an edge as the search sees it: its ends and its label's size.
-type arrow struct {
-	a, b int
-	w, h float64
-}
-
-func newPlacer(states []ChartState, edges []ChartEdge, bundles []ChartBundle, initial string) *placer {
-	p := &placer{states: states, gap: columnGap(edges)}
-	at := map[string]int{}
-	for i, s := range states {
-		at[s.Name] = i
-		p.widths = append(p.widths, stateWidth(s))
-		p.ncols = max(p.ncols, s.Col+1)
-	}
-	p.initial = at[initial]
-	for _, e := range edges {
-		a, b := at[e.From], at[e.To]
-		if a == b || slices.ContainsFunc(p.arrows, func(o arrow) bool { return o.a == b && o.b == a }) {
-			continue // a self loop, or the twin of an arrow already there
-		}
-		w, h := labelSize(labelLines(e.Triggers))
-		p.arrows = append(p.arrows, arrow{a, b, w, h})
-	}
-	for _, b := range bundles {
-		src := make([]bool, len(states))
-		for _, f := range b.From {
-			src[at[f]] = true
-		}
-		p.sources = append(p.sources, src)
-	}
-	p.inBand = p.band()
-	return p
-}
-
-// boxes turns cells into boxes: columns as wide as their widest state,
-// rows of equal height.
-func (p *placer) boxes(cells []cell) []Rect {
-	width := make([]float64, p.ncols)
-	for i, c := range cells {
-		width[c.col] = max(width[c.col], p.widths[i])
-	}
-	left := make([]float64, p.ncols)
-	for i := 1; i < p.ncols; i++ {
-		left[i] = left[i-1] + width[i-1] + p.gap
-	}
-	out := make([]Rect, len(cells))
-	for i, c := range cells {
-		w := p.widths[i]
-		out[i] = Rect{left[c.col] + (width[c.col]-w)/2, float64(c.row) * (nodeH + rowGap), w, nodeH}
-	}
-	return out
-}
-
-// best tries every placement, up to searchLimit of them, and keeps the
-// cheapest; ties go to the first tried, so the result is deterministic.
-// A bundle's sources keep their column and take distinct rows, as many
-// as the fullest column has or one more (a spare row can untangle
-// arrows); the other states, when there is a bundle, share a band row
-// above or below those, each in a column of its own.
-func (p *placer) best() []cell {
-	fullest := 0
-	perCol := map[int]int{}
-	for i, s := range p.states {
-		if !p.inBand[i] {
-			perCol[s.Col]++
-			fullest = max(fullest, perCol[s.Col])
-		}
-	}
-	outside := slices.Contains(p.inBand, true)
-	var best []cell
-	bestCost := math.Inf(1)
-	budget := searchLimit
-	for nrows := fullest; nrows <= fullest+1; nrows++ {
-		for _, above := range bandSides(outside) {
-			cands := p.candidates(nrows, above)
-			extra := extraRowCost * float64(nrows-fullest)
-			enumerate(cands, &budget, func(cells []cell) {
-				if c := extra + p.cost(cells, bestCost-extra); c < bestCost {
-					best, bestCost = slices.Clone(cells), c
-				}
-			})
-		}
-	}
-	return best
-}
-
-// band marks the states that are no bundle's source, to be kept out of
-// the bundles' boxes; none when there is no bundle, when every state is
-// one's source, or when there are more of them than a row has columns.
-func (p *placer) band() []bool {
-	band := make([]bool, len(p.states))
-	n := 0
-	for i := range p.states {
-		band[i] = len(p.sources) > 0 && !slices.ContainsFunc(p.sources, func(src []bool) bool { return src[i] })
-		if band[i] {
-			n++
-		}
-	}
-	if n == len(p.states) || n > p.ncols {
-		clear(band)
-	}
-	return band
-}
-
-// bandSides are the sides the band row is tried on: below, then above.
-func bandSides(outside bool) []bool {
-	if outside {
-		return []bool{false, true}
-	}
-	return []bool{false}
-}
-
-// candidates lists the cells each state may take: its column's rows, or
-// any column of the band row.
-func (p *placer) candidates(nrows int, above bool) [][]cell {
-	off, bandRow := 0, nrows
-	if above {
-		off, bandRow = 1, 0
-	}
-	out := make([][]cell, len(p.states))
-	for i, s := range p.states {
-		if p.inBand[i] {
-			for c := range p.ncols {
-				out[i] = append(out[i], cell{c, bandRow})
-			}
-			continue
-		}
-		for r := range nrows {
-			out[i] = append(out[i], cell{s.Col, r + off})
-		}
-	}
-	return out
-}
-
-// enumerate calls try with every choice of one candidate per state that
-// puts no two states in one cell, until the budget is spent.
-func enumerate(cands [][]cell, budget *int, try func([]cell)) {
-	cells := make([]cell, len(cands))
-	used := map[cell]bool{}
-	var place func(i int)
-	place = func(i int) {
-		if *budget <= 0 {
-			return
-		}
-		if i == len(cands) {
-			*budget--
-			try(cells)
-			return
-		}
-		for _, c := range cands[i] {
-			if !used[c] {
-				used[c] = true
-				cells[i] = c
-				place(i + 1)
-				used[c] = false
-			}
-		}
-	}
-	place(0)
-}
-
-// extraRowCost is what a row beyond the fullest column's costs: taken
-// only when it saves more than a crossing.
-const extraRowCost = 12
-
-// cost scores a placement with straight arrows between box centres:
-// states caught inside a bundle's box that are not its sources, vertical
-// detours, arrows through a box, labels on a box or on each other, and
-// crossings. It stops counting once it reaches bound: such a placement
-// loses anyway.
-func (p *placer) cost(cells []cell, bound float64) float64 {
-	boxes := p.boxes(cells)
-	cost := 0.5 * float64(cells[p.initial].row)
-	for _, src := range p.sources {
-		cost += 50 * float64(caught(src, boxes))
-	}
-	type seg struct {
-		a, b  int
-		p, q  point
-		label Rect
-	}
-	segs := make([]seg, 0, len(p.arrows))
-	for _, e := range p.arrows {
-		if cost >= bound {
-			return cost
-		}
-		pa, pb := boxes[e.a].center(), boxes[e.b].center()
-		label := rectAround(pa.lerp(pb, 0.5), e.w, e.h)
-		segs = append(segs, seg{e.a, e.b, pa, pb, label})
-		cost += math.Abs(float64(cells[e.a].row - cells[e.b].row))
-		for i, r := range boxes {
-			if i != e.a && i != e.b && segmentHitsRect(pa, pb, r.inflate(8)) {
-				cost += 12
-			}
-			if label.overlaps(r.inflate(4)) {
-				cost += 6
-			}
-		}
-	}
-	for i, s := range segs {
-		if cost >= bound {
-			return cost
-		}
-		for _, t := range segs[i+1:] {
-			shared := s.a == t.a || s.a == t.b || s.b == t.a || s.b == t.b
-			if !shared && segmentsCross(s.p, s.q, t.p, t.q) {
-				cost += 10
-			}
-			if s.label.overlaps(t.label) {
-				cost += 6
-			}
-		}
-	}
-	return cost
-}
-
-// caught counts the states inside the box around a bundle's sources src
-// that are not among them.
-func caught(src []bool, boxes []Rect) int {
-	var box Rect
-	first := true
-	for i, in := range src {
-		if in && first {
-			box, first = boxes[i], false
-		} else if in {
-			box = box.union(boxes[i])
-		}
-	}
-	box = box.inflate(bundlePad)
-	n := 0
-	for i, in := range src {
-		if !in && box.overlaps(boxes[i]) {
-			n++
-		}
-	}
-	return n
 }
 
 // bundleBox is the box around a bundle's sources.
