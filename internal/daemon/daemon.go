@@ -119,7 +119,7 @@ func (d *Daemon) assemble() error {
 	if err != nil {
 		return err
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.queueFigures, RedisOK: d.leader.RedisOK}); err != nil {
+	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.leader.RedisOK}); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {
