@@ -148,8 +148,9 @@ func New(cfg Config) (*Leader, error) {
 
 // Acquire tries once to take the lock. A lease left over from a lost
 // leadership is released first (compare-and-delete, so it only removes our
-// own value) so that we do not wait out our own stale key. Its error is
-// logged by the machine's transition, not here.
+// own value) so that we do not wait out our own stale key. A lock held
+// elsewhere is a follower's routine, logged by the machine's transition at
+// DEBUG; any other error is logged here, at WARN.
 func (l *Leader) Acquire(ctx context.Context) error {
 	if stale := l.takeLease(); stale != nil {
 		if err := l.cfg.Lock.Release(ctx, stale); err != nil {
@@ -184,6 +185,9 @@ func (l *Leader) Acquire(ctx context.Context) error {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
 	}
 	l.mu.Unlock()
+	if err != nil && held == nil {
+		l.log.Warn("acquire failed", "err", err)
+	}
 	if err == nil {
 		l.log.Info("lease granted", "token", lease.Token(), "leaseMs", time.Until(lease.Deadline()).Milliseconds(),
 			"acquireMs", time.Since(start).Milliseconds())

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/qmuntal/stateless"
 )
@@ -86,7 +87,7 @@ func (m *Machine) armRenewTimer(context.Context, ...any) error {
 }
 
 func (m *Machine) renew(context.Context, ...any) error {
-	m.log.Info("Renewing lock")
+	m.log.Debug("Renewing lock") // every RenewInterval: see routine
 	m.invoke(m.cfg.Renew, LockRenewed, RenewFailed)
 	return nil
 }
@@ -117,9 +118,10 @@ func (m *Machine) stopping(context.Context, ...any) bool  { return m.stopRequest
 func (m *Machine) rejoining(context.Context, ...any) bool { return !m.stopRequested }
 
 // onTransitioning runs between the old state's exit and the new state's
-// entry: the one place every transition passes, so it logs it (once) and
-// swaps the scope.
-func (m *Machine) onTransitioning(_ context.Context, tr stateless.Transition) {
+// entry: the one place every transition passes, so it logs it (once: at
+// DEBUG for a routine step of a loop, at INFO otherwise) and swaps the
+// scope.
+func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) {
 	attrs := []any{
 		"from", tr.Source.(State).String(),
 		"to", tr.Destination.(State).String(),
@@ -128,7 +130,11 @@ func (m *Machine) onTransitioning(_ context.Context, tr stateless.Transition) {
 	if m.cause != nil {
 		attrs = append(attrs, "err", m.cause.Error())
 	}
-	m.log.Info("transition", attrs...)
+	level := slog.LevelInfo
+	if Routine(tr.Source.(State), tr.Trigger.(Trigger)) {
+		level = slog.LevelDebug
+	}
+	m.log.Log(ctx, level, "transition", attrs...)
 	m.closeScope()
 	m.scope = m.openScope(m.scope.gen + 1)
 }

@@ -24,7 +24,10 @@
 //   - Run returns only after every goroutine it started has returned;
 //   - the chart is declared once, as data (chart.go): it configures
 //     stateless, and Describe and Graph read the same declaration, so no
-//     picture of the chart can drift from the machine.
+//     picture of the chart can drift from the machine;
+//   - every transition is logged once: a step of the two loops (a leader
+//     renewing, a follower retrying; see Routine) at DEBUG, every other
+//     at INFO.
 //
 // It does not know Redis, leases, deadlines or fencing tokens: the callbacks
 // do. Nothing here makes a late leader harmless; fencing does that. A

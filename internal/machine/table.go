@@ -70,7 +70,7 @@ func (a arrow) when(g guard) arrow { a.guard = g; return a }
 // routine marks a step of one of the chart's two loops, a leader's
 // renewal (working, renew_lock, working) or a follower's retry
 // (waiting_to_acquire_lock, acquiring_lock, waiting_to_acquire_lock): it
-// changes nothing an operator acts on.
+// is logged at DEBUG, since it changes nothing an operator acts on.
 func (a arrow) routine() arrow { a.isRoutine = true; return a }
 
 // arrows are the state's own arrows, then those of c.everywhere whose
