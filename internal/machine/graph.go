@@ -15,7 +15,8 @@ import (
 // declaration, so it never reads the running machine and is safe at any
 // time; the graph always starts in idle.
 func (m *Machine) Graph(format string) (string, error) {
-	sm := stateless.NewStateMachine(Idle)
+	c := m.chart()
+	sm := stateless.NewStateMachine(c.initial)
 	m.configure(sm)
 	// Entry actions are method values, which the runtime names "acquire-fm".
 	dot := strings.ReplaceAll(sm.ToGraph(), "-fm", "")
@@ -23,7 +24,7 @@ func (m *Machine) Graph(format string) (string, error) {
 	case "dot":
 		return dot, nil
 	case "mermaid":
-		return mermaid(m.chart().describe()), nil
+		return mermaid(c.describe()), nil
 	default:
 		return "", fmt.Errorf("machine: unknown graph format %q (want dot or mermaid)", format)
 	}

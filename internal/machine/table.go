@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -76,7 +77,7 @@ func (a arrow) routine() arrow { a.isRoutine = true; return a }
 // arrows are the state's own arrows, then those of c.everywhere whose
 // trigger it does not list.
 func (c chart) arrows(s stateRule) []arrow {
-	out := s.on
+	out := slices.Clone(s.on)
 	for _, a := range c.everywhere {
 		if !s.handles(a.trigger) {
 			out = append(out, a)
@@ -86,12 +87,7 @@ func (c chart) arrows(s stateRule) []arrow {
 }
 
 func (s stateRule) handles(t Trigger) bool {
-	for _, a := range s.on {
-		if a.trigger == t {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.on, func(a arrow) bool { return a.trigger == t })
 }
 
 // configure sets sm up from the chart: every state, entry action, arrow
