@@ -165,6 +165,7 @@ func (d *Daemon) newMachine() (*machine.Machine, error) {
 		},
 		RenewInterval: d.cfg.RenewInterval,
 		RetryDelay:    d.leader.RetryDelay,
+		Held:          leader.Held,
 		Logger:        d.log,
 		OnTransition:  d.onTransition,
 	})

@@ -146,11 +146,17 @@ func New(cfg Config) (*Leader, error) {
 	return &Leader{cfg: cfg, log: cfg.Logger}, nil
 }
 
+// Held reports whether an error of Acquire only says that another holder
+// has the lock: a follower's routine, not a fault.
+func Held(err error) bool {
+	var held *redislock.HeldError
+	return errors.As(err, &held)
+}
+
 // Acquire tries once to take the lock. A lease left over from a lost
 // leadership is released first (compare-and-delete, so it only removes our
-// own value) so that we do not wait out our own stale key. A lock held
-// elsewhere is a follower's routine, logged by the machine's transition at
-// DEBUG; any other error is logged here, at WARN.
+// own value) so that we do not wait out our own stale key. Its error is
+// logged by the machine's transition, not here.
 func (l *Leader) Acquire(ctx context.Context) error {
 	if stale := l.takeLease(); stale != nil {
 		if err := l.cfg.Lock.Release(ctx, stale); err != nil {
@@ -185,9 +191,6 @@ func (l *Leader) Acquire(ctx context.Context) error {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
 	}
 	l.mu.Unlock()
-	if err != nil && held == nil {
-		l.log.Warn("acquire failed", "err", err)
-	}
 	if err == nil {
 		l.log.Info("lease granted", "token", lease.Token(), "leaseMs", time.Until(lease.Deadline()).Milliseconds(),
 			"acquireMs", time.Since(start).Milliseconds())

@@ -119,8 +119,8 @@ func (m *Machine) rejoining(context.Context, ...any) bool { return !m.stopReques
 
 // onTransitioning runs between the old state's exit and the new state's
 // entry: the one place every transition passes, so it logs it (once: at
-// DEBUG for a routine step of a loop, at INFO otherwise) and swaps the
-// scope.
+// DEBUG for a routine step of a loop, unless it failed with a fault, at
+// INFO otherwise) and swaps the scope.
 func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) {
 	attrs := []any{
 		"from", tr.Source.(State).String(),
@@ -131,7 +131,7 @@ func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) 
 		attrs = append(attrs, "err", m.cause.Error())
 	}
 	level := slog.LevelInfo
-	if Routine(tr.Source.(State), tr.Trigger.(Trigger)) {
+	if Routine(tr.Source.(State), tr.Trigger.(Trigger)) && (m.cause == nil || m.cfg.Held(m.cause)) {
 		level = slog.LevelDebug
 	}
 	m.log.Log(ctx, level, "transition", attrs...)

@@ -26,8 +26,9 @@
 //     stateless, and Describe and Graph read the same declaration, so no
 //     picture of the chart can drift from the machine;
 //   - every transition is logged once: a step of the two loops (a leader
-//     renewing, a follower retrying; see Routine) at DEBUG, every other
-//     at INFO.
+//     renewing, a follower retrying; see Routine) at DEBUG, every other,
+//     and an attempt that failed with a fault rather than a lock held
+//     elsewhere (Config.Held), at INFO.
 //
 // It does not know Redis, leases, deadlines or fencing tokens: the callbacks
 // do. Nothing here makes a late leader harmless; fencing does that. A

@@ -1,30 +1,40 @@
 package machine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
+var errHeld = errors.New("held by another holder")
+
 // TestLoopsQuietAtInfo: a leader's renewals log nothing at INFO and a
 // follower's retries one line each, the article's "Trying to acquire
 // lock"; every step of the loops is still logged at DEBUG, and what
-// changes leadership stays at INFO.
+// changes leadership, or fails with a fault, stays at INFO.
 func TestLoopsQuietAtInfo(t *testing.T) {
 	const rounds = 5
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t)
+		h := newHarness(t, func(_ *harness, c *Config) { c.Held = func(err error) bool { return errors.Is(err, errHeld) } })
 		h.toWaiting() // follower: the first attempt failed
 		mark := len(h.logs.String())
 		for range rounds {
 			time.Sleep(retryDelay)
-			h.next(h.acquire, "Acquire").reply(errFake)
+			h.next(h.acquire, "Acquire").reply(errHeld)
 			h.wantState(WaitingToAcquireLock)
 		}
 		follower := info(h.logs.String()[mark:])
 		if len(follower) != rounds || strings.Count(strings.Join(follower, "\n"), `msg="Trying to acquire lock"`) != rounds {
 			t.Errorf("a follower's %d retries logged at INFO:\n%s\nwant one \"Trying to acquire lock\" each", rounds, strings.Join(follower, "\n"))
+		}
+
+		time.Sleep(retryDelay) // a fault is news
+		h.next(h.acquire, "Acquire").reply(errFake)
+		h.wantState(WaitingToAcquireLock)
+		if !strings.Contains(strings.Join(info(h.logs.String()), "\n"), `trigger=ACQUIRE_FAILED err="fake failure"`) {
+			t.Errorf("an attempt that failed with a fault is not at INFO:\n%s", h.logs.String())
 		}
 
 		time.Sleep(retryDelay) // leader from here on
