@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/metrics"
 )
@@ -145,7 +146,7 @@ func exposed(t *testing.T) map[string]bool {
 	}
 	err = m.Watch(metrics.Sources{
 		Snapshot: func() metrics.Snapshot { return metrics.Snapshot{} },
-		Queue:    func(context.Context) (metrics.QueueFigures, error) { return metrics.QueueFigures{}, nil },
+		Queue:    func(context.Context) (figures.Queue, error) { return figures.Queue{}, nil },
 		RedisOK:  func() bool { return true },
 	})
 	if err != nil {

@@ -10,24 +10,24 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
-// statusReport is what `lockworker status --json` prints.
+// statusReport is what `lockworker status --json` prints: the lock, the
+// queue's figures beside it, and the fleet.
 type statusReport struct {
-	LockKey         string          `json:"lockKey"`
-	Mode            string          `json:"mode"`
-	Held            bool            `json:"held"`
-	Holder          string          `json:"holder,omitempty"`
-	Token           int64           `json:"token,omitempty"`
-	LeaseLeftMs     int64           `json:"leaseLeftMs"`
-	Epoch           int64           `json:"epoch"`
-	Pending         int64           `json:"pending"`
-	Committed       int64           `json:"committed"`
-	DeadLettered    int64           `json:"deadLettered"`
-	Paused          bool            `json:"paused"`
-	OldestPendingMs int64           `json:"oldestPendingMs"`
-	Replicas        []roster.Record `json:"replicas"`
+	LockKey     string `json:"lockKey"`
+	Mode        string `json:"mode"`
+	Held        bool   `json:"held"`
+	Holder      string `json:"holder,omitempty"`
+	Token       int64  `json:"token,omitempty"`
+	LeaseLeftMs int64  `json:"leaseLeftMs"`
+	// Epoch is the higher of the lock's and the queue's: it stands for
+	// (and hides) Queue.Epoch in the JSON.
+	Epoch int64 `json:"epoch"`
+	figures.Queue
+	Replicas []roster.Record `json:"replicas"`
 }
 
 // runStatus reads the lock, the queue and the fleet registry straight from
@@ -57,9 +57,7 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 	}
 	r := statusReport{
 		LockKey: p.Keys.Key(), Mode: string(p.Mode()), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
-		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch),
-		Pending: q.Pending, Committed: q.Committed, DeadLettered: q.DeadLettered,
-		Paused: q.Paused, OldestPendingMs: q.OldestAge.Milliseconds(), Replicas: replicas,
+		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch), Queue: q, Replicas: replicas,
 	}
 	if r.Replicas == nil {
 		r.Replicas = []roster.Record{}
@@ -67,14 +65,14 @@ func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.
 	if *asJSON {
 		return printJSON(stdout, r)
 	}
-	if err := printStatus(stdout, r, p.Topology(), h.TTL, q.OldestAge); err != nil {
+	if err := printStatus(stdout, r, p.Topology(), h.TTL); err != nil {
 		return err
 	}
 	return printReplicas(stdout, replicas, time.Now())
 }
 
 // printStatus is the text form of the lock and the queue.
-func printStatus(w io.Writer, r statusReport, topology string, leaseLeft, oldest time.Duration) error {
+func printStatus(w io.Writer, r statusReport, topology string, leaseLeft time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "lock\t%s\n", r.LockKey)
 	fmt.Fprintf(tw, "mode\t%s\n", topology)
@@ -93,7 +91,7 @@ func printStatus(w io.Writer, r statusReport, topology string, leaseLeft, oldest
 	fmt.Fprintf(tw, "queue\t%s\n", queue)
 	fmt.Fprintf(tw, "jobs pending\t%d\n", r.Pending)
 	if r.Pending > 0 {
-		fmt.Fprintf(tw, "oldest waits\t%s\n", oldest.Round(time.Millisecond))
+		fmt.Fprintf(tw, "oldest waits\t%s\n", time.Duration(r.OldestPendingMs)*time.Millisecond)
 	}
 	fmt.Fprintf(tw, "jobs committed\t%d\n", r.Committed)
 	fmt.Fprintf(tw, "dead letters\t%d\n", r.DeadLettered)

@@ -30,8 +30,9 @@ func (s settings) validate() error {
 }
 
 // vars are the env file's lines; the ones the e2e does not vary are set
-// too, to their defaults, so a .env or a shell variable cannot change what
-// the e2e reads (text logs, info level).
+// too, so a .env or a shell variable cannot change what the e2e reads:
+// text logs at debug level, since the renewals and retries it times are
+// logged at DEBUG (a routine step of a loop is no news at INFO).
 func (s settings) vars() [][2]string {
 	return [][2]string{
 		{"LOCK_TTL", s.ttl.String()},
@@ -40,7 +41,7 @@ func (s settings) vars() [][2]string {
 		{"WORK_DURATION", s.work.String()},
 		{"SHUTDOWN_TIMEOUT", "10s"},
 		{"LOCK_KEY", "lockworker:leader"},
-		{"LOG_LEVEL", "info"},
+		{"LOG_LEVEL", "debug"},
 		{"LOG_FORMAT", "text"},
 		{"JOBS_TOKEN", ""},
 	}

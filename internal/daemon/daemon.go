@@ -115,7 +115,7 @@ func (d *Daemon) assemble() error {
 	if err != nil {
 		return err
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.queueFigures, RedisOK: d.leader.RedisOK}); err != nil {
+	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.leader.RedisOK}); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {
@@ -161,6 +161,7 @@ func (d *Daemon) newMachine() (*machine.Machine, error) {
 		},
 		RenewInterval: d.cfg.RenewInterval,
 		RetryDelay:    d.leader.RetryDelay,
+		Held:          leader.HeldByAnother,
 		Logger:        d.log,
 		OnTransition:  d.onTransition,
 	})

@@ -11,7 +11,6 @@ import (
 	"github.com/lockworker/lockworker/internal/history"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/operator"
-	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // What the page shows at most; how often it is refreshed without a change
@@ -63,24 +62,10 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	return dashboard.Snapshot{
 		Self:     dashboard.Self{WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Transitions: recent},
 		Epoch:    q.Epoch,
-		Replicas: replicasOf(records),
-		Queue: dashboard.Queue{
-			Pending: q.Pending, Committed: q.Committed, RatePerSec: p.rate.observe(time.Now(), q.Committed),
-			Paused: q.Paused, DeadLettered: q.DeadLettered, DeadLetters: deadLettersOf(dead),
-		},
-		History: historyOf(entries),
+		Replicas: records,
+		Queue:    dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
+		History:  historyOf(entries),
 	}, nil
-}
-
-func replicasOf(records []roster.Record) []dashboard.Replica {
-	out := make([]dashboard.Replica, 0, len(records))
-	for _, r := range records {
-		out = append(out, dashboard.Replica{
-			WorkerID: r.WorkerID, Host: r.Host, PID: r.PID, Version: r.Version, State: r.State,
-			Leader: r.Leader, Token: r.Token, Since: r.Since, JobsDone: r.JobsDone, LastError: r.LastError,
-		})
-	}
-	return out
 }
 
 func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {

@@ -29,20 +29,20 @@ type transitionLog struct {
 
 // phase collapses the two loops of the chart, so a leader's renewals and
 // a follower's retries do not reset since when it leads or follows.
-func phase(s string) string {
+func phase(s machine.State) machine.State {
 	switch s {
-	case machine.RenewLock.String():
-		return machine.Working.String()
-	case machine.AcquiringLock.String():
-		return machine.WaitingToAcquireLock.String()
+	case machine.RenewLock:
+		return machine.Working
+	case machine.AcquiringLock:
+		return machine.WaitingToAcquireLock
 	}
 	return s
 }
 
-func (l *transitionLog) add(from, to, trigger string, at time.Time) {
+func (l *transitionLog) add(from, to machine.State, trigger machine.Trigger, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.recent = append(l.recent, dashboard.Transition{From: from, To: to, Trigger: trigger, At: at})
+	l.recent = append(l.recent, dashboard.Transition{From: from.String(), To: to.String(), Trigger: trigger.String(), At: at})
 	if len(l.recent) > recentTransitions {
 		l.recent = l.recent[len(l.recent)-recentTransitions:]
 	}
@@ -57,20 +57,15 @@ func (l *transitionLog) read() ([]dashboard.Transition, time.Time) {
 	return append([]dashboard.Transition(nil), l.recent...), l.since
 }
 
-// quiet are the triggers of the chart's two loops: a leader renewing, a
-// follower retrying. They change nothing a page shows, so they do not
-// make it read Redis.
-var quiet = map[machine.Trigger]bool{
-	machine.RenewTimer: true, machine.LockRenewed: true, machine.RetryTimer: true, machine.AcquireFailed: true,
-}
-
 // onTransition is the machine's hook: metrics, the log the page shows,
-// the registry record, and the page itself.
+// the registry record, and the page itself, unless the step is a routine
+// one of the chart's two loops (a leader renewing, a follower retrying),
+// which changes nothing a page shows, so it does not make it read Redis.
 func (d *Daemon) onTransition(from, to machine.State, tr machine.Trigger) {
 	d.metrics.Transition(from.String(), to.String())
-	d.transitions.add(from.String(), to.String(), tr.String(), time.Now())
+	d.transitions.add(from, to, tr, time.Now())
 	d.reporter.Poke()
-	if !quiet[tr] {
+	if !machine.Routine(from, tr) {
 		d.changed()
 	}
 }
@@ -85,7 +80,7 @@ func (d *Daemon) record() roster.Record {
 	_, since := d.transitions.read()
 	return roster.Record{
 		WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
-		State: phase(d.machine.State().String()), Leader: s.Leader, Token: s.Token, Since: since,
+		State: phase(d.machine.State()).String(), Leader: s.Leader, Token: s.Token, Since: since,
 		JobsDone: d.worker.Committed(), LastError: d.cfg.Scrub(msg),
 	}
 }

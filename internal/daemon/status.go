@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/metrics"
 )
 
@@ -54,8 +55,7 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	if err != nil {
 		st.Queue = &httpapi.Queue{Error: "unavailable"}
 	} else {
-		st.Queue = &httpapi.Queue{Pending: q.Pending, Committed: q.Committed, DeadLettered: q.DeadLettered, Epoch: q.Epoch,
-			Paused: q.Paused, OldestPendingMs: q.OldestAge.Milliseconds()}
+		st.Queue = &httpapi.Queue{Queue: q}
 	}
 	return st
 }
@@ -65,14 +65,9 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
 }
 
-func (d *Daemon) queueFigures(ctx context.Context) (metrics.QueueFigures, error) {
-	s, err := d.stats(ctx)
-	return metrics.QueueFigures{Pending: s.Pending, Committed: s.Committed, DeadLettered: s.DeadLettered, Epoch: s.Epoch,
-		Paused: s.Paused, OldestAge: s.OldestAge}, err
-}
-
-// stats reads the queue's figures within statusQueueTimeout.
-func (d *Daemon) stats(ctx context.Context) (jobs.Stats, error) {
+// stats reads the queue's figures within statusQueueTimeout, for /status
+// and the metrics.
+func (d *Daemon) stats(ctx context.Context) (figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
 	return d.be.Queue.Stats(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lockworker/lockworker/internal/roster"
 	"github.com/lockworker/lockworker/internal/testkit/browsertest"
 )
 
@@ -162,7 +163,7 @@ func TestBrowser(t *testing.T) {
 func TestBrowserNoAdminToken(t *testing.T) {
 	snap := sampleSnapshot(time.Now())
 	const markup = `<img src=x onerror="window.lwXss=1"><b>bold</b>`
-	snap.Replicas = append(snap.Replicas, Replica{WorkerID: markup, Host: markup, State: markup, LastError: markup})
+	snap.Replicas = append(snap.Replicas, roster.Record{WorkerID: markup, Host: markup, State: markup, LastError: markup})
 	snap.Queue.DeadLetters[0].Error = markup
 	snap.History[1].PreviousEnded = EndReason(markup)
 	src := newFakeSource(snap)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/chartsvg"
+	"github.com/lockworker/lockworker/internal/machine"
 )
 
 //go:embed assets
@@ -33,14 +35,12 @@ type Dashboard struct {
 	ran       atomic.Bool
 }
 
-// drawnChart lays the chart out once per process: the machine's graph is
-// fixed at build time, and the exhaustive layout search is not free.
+// drawnChart lays the chart out once per process: the machine's chart is
+// fixed at build time.
 var drawnChart = sync.OnceValues(func() (struct{ json, svg []byte }, error) {
 	var out struct{ json, svg []byte }
-	c, err := BuildChart()
-	if err != nil {
-		return out, fmt.Errorf("dashboard: chart: %w", err)
-	}
+	c := chartsvg.Layout(machine.Describe())
+	var err error
 	if out.json, err = json.Marshal(c); err != nil {
 		return out, fmt.Errorf("dashboard: chart: %w", err)
 	}

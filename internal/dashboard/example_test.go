@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/lockworker/lockworker/internal/dashboard"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // fixed is a Source that never changes, so it sends no notices.
@@ -22,7 +23,7 @@ func (fixed) Changes() <-chan struct{}                               { return ni
 func Example() {
 	d, err := dashboard.New(dashboard.Config{Source: fixed{dashboard.Snapshot{
 		Self:     dashboard.Self{WorkerID: "worker-1", State: "working"},
-		Replicas: []dashboard.Replica{{WorkerID: "worker-1", State: "working", Leader: true, Token: 7}},
+		Replicas: []roster.Record{{WorkerID: "worker-1", State: "working", Leader: true, Token: 7}},
 	}}})
 	if err != nil {
 		fmt.Println(err)

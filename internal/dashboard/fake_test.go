@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // fakeSource is a Source whose snapshot a test changes; each change sends
@@ -125,7 +128,7 @@ func sampleSnapshot(now time.Time) Snapshot {
 			},
 		},
 		Epoch: 42,
-		Replicas: []Replica{
+		Replicas: []roster.Record{
 			{WorkerID: "lockworker-1", Host: "node-a", PID: 4121, Version: "v0.9.0", State: "waiting_to_acquire_lock",
 				Since: ago(3 * time.Second), JobsDone: 1873},
 			{WorkerID: "lockworker-2", Host: "node-b", PID: 3977, Version: "v0.9.0", State: "working", Leader: true,
@@ -134,7 +137,8 @@ func sampleSnapshot(now time.Time) Snapshot {
 				Since: ago(2 * time.Second), JobsDone: 954, LastError: "renew: lease lost: key held by another value"},
 		},
 		Queue: Queue{
-			Pending: 128, Committed: 5037, RatePerSec: 14.6, DeadLettered: 2,
+			Queue:      figures.Queue{Pending: 128, Committed: 5037, DeadLettered: 2, Epoch: 42, OldestPendingMs: 95_000},
+			RatePerSec: 14.6,
 			DeadLetters: []DeadLetter{
 				{ID: "01JD8ZQ3M6K2V7C4XN9B5T1HRA", Error: "exec: exit status 3: invalid invoice 7731", Attempts: 5,
 					FailedAt: ago(12 * time.Minute), Token: 41},

@@ -3,6 +3,9 @@ package dashboard
 import (
 	"context"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // Source gives the dashboard everything it shows. The daemon implements it
@@ -32,9 +35,10 @@ type Snapshot struct {
 	Self Self `json:"self"`
 	// Epoch is the lock's current fencing epoch: the newest token issued.
 	Epoch int64 `json:"epoch"`
-	// Replicas lists the live replicas, the leader among them.
-	Replicas []Replica `json:"replicas"`
-	Queue    Queue     `json:"queue"`
+	// Replicas lists the live replicas' registry records, the leader
+	// among them.
+	Replicas []roster.Record `json:"replicas"`
+	Queue    Queue           `json:"queue"`
 	// History lists leaderships, newest first.
 	History []Leadership `json:"history"`
 }
@@ -57,34 +61,14 @@ type Transition struct {
 	At      time.Time `json:"at,omitzero"`
 }
 
-// Replica is one live replica's record.
-type Replica struct {
-	WorkerID string `json:"workerId"`
-	Host     string `json:"host"`
-	PID      int    `json:"pid"`
-	Version  string `json:"version"`
-	State    string `json:"state"`
-	Leader   bool   `json:"leader"`
-	// Token is the fencing token of the replica's leadership, 0 when it
-	// does not lead. It is an ordering number, not a credential.
-	Token int64 `json:"token,omitempty"`
-	// Since is when the replica entered State.
-	Since     time.Time `json:"since,omitzero"`
-	JobsDone  int64     `json:"jobsDone"`
-	LastError string    `json:"lastError,omitempty"`
-}
-
-// Queue is the job queue's figures.
+// Queue is the job queue's figures, and what only the page shows of it.
 type Queue struct {
-	Pending   int64 `json:"pending"`
-	Committed int64 `json:"committed"`
+	figures.Queue
 	// RatePerSec is committed jobs per second over the source's window.
 	RatePerSec float64 `json:"ratePerSec"`
-	// Paused says the leader takes no new job until resumed.
-	Paused bool `json:"paused"`
-	// DeadLettered counts all dead letters; DeadLetters may hold fewer.
-	DeadLettered int64        `json:"deadLettered"`
-	DeadLetters  []DeadLetter `json:"deadLetters"`
+	// DeadLetters are the latest dead letters; Queue.DeadLettered counts
+	// them all.
+	DeadLetters []DeadLetter `json:"deadLetters"`
 }
 
 // DeadLetter is a job that failed every attempt. Its payload is left out:
@@ -123,7 +107,7 @@ type Leadership struct {
 // never null.
 func (s Snapshot) normalized() Snapshot {
 	if s.Replicas == nil {
-		s.Replicas = []Replica{}
+		s.Replicas = []roster.Record{}
 	}
 	if s.History == nil {
 		s.History = []Leadership{}

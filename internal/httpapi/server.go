@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/lines"
 )
 
@@ -31,17 +32,11 @@ type Status struct {
 	Queue     *Queue `json:"queue,omitempty"`
 }
 
-// Queue holds the job queue figures in /status.
+// Queue is the job queue's figures in /status, or, when they could not be
+// read in time, zeros and why.
 type Queue struct {
-	Pending      int64 `json:"pending"`
-	Committed    int64 `json:"committed"`
-	DeadLettered int64 `json:"deadLettered"`
-	Epoch        int64 `json:"epoch"`
-	// Paused says an operator paused the queue: the leader takes no new job.
-	Paused bool `json:"paused"`
-	// OldestPendingMs is how long the oldest pending job has waited.
-	OldestPendingMs int64  `json:"oldestPendingMs"`
-	Error           string `json:"error,omitempty"`
+	figures.Queue
+	Error string `json:"error,omitempty"`
 }
 
 // Config wires the handlers to the daemon.

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -206,7 +207,7 @@ func process(t testing.TB, q *testQueue, lease Lease) (stop func() error, done <
 	return stop, ch
 }
 
-func stats(t testing.TB, q *testQueue) Stats {
+func stats(t testing.TB, q *testQueue) figures.Queue {
 	t.Helper()
 	s, err := q.Stats(context.Background())
 	if err != nil {

@@ -48,14 +48,14 @@ func TestPauseResume(t *testing.T) {
 	// The step that committed it found the flag: no job handed out.
 	poll.Until(t, 5*time.Second, "the step that commits it", func() bool { return scriptCalls(t, e.c) >= calls+1 })
 	s := stats(t, q)
-	if !s.Paused || s.Committed != 1 || s.Pending != 2 || s.OldestAge <= 0 || s.OldestAge > time.Minute {
+	if !s.Paused || s.Committed != 1 || s.Pending != 2 || s.OldestPendingMs <= 0 || s.OldestPendingMs > time.Minute.Milliseconds() {
 		t.Fatalf("paused queue stats = %+v", s)
 	}
 	if err := q.Resume(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	waitCommitted(t, q, 3) // bounded at 20s, far below the hour's poll: the notice woke it
-	if s := stats(t, q); s.Paused || s.OldestAge != 0 {
+	if s := stats(t, q); s.Paused || s.OldestPendingMs != 0 {
 		t.Fatalf("resumed, drained queue stats = %+v", s)
 	}
 	if err := stop(); err != nil {

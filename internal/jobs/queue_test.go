@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
@@ -93,7 +94,7 @@ func TestNewWorkerValidates(t *testing.T) {
 func TestEnqueueAndStats(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
-	if s := stats(t, q); s != (Stats{}) {
+	if s := stats(t, q); s != (figures.Queue{}) {
 		t.Fatalf("empty queue stats = %+v", s)
 	}
 	ids := e.enqueue(t, q, 3)
@@ -102,7 +103,7 @@ func TestEnqueueAndStats(t *testing.T) {
 	}
 	becomeLeader(t, e.c)
 	becomeLeader(t, e.c)
-	if s := stats(t, q); s.Pending != 3 || s.Epoch != 2 || s.Committed != 0 || s.OldestAge < 0 || s.OldestAge > time.Minute {
+	if s := stats(t, q); s.Pending != 3 || s.Epoch != 2 || s.Committed != 0 || s.OldestPendingMs <= 0 || s.OldestPendingMs > time.Minute.Milliseconds() {
 		t.Fatalf("stats = %+v, want 3 pending at epoch 2, the oldest enqueued just now", s)
 	}
 }
@@ -263,7 +264,7 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 		t.Fatalf("a stale write changed the queue:\nbefore %v\nafter  %v", keys(before), keys(after))
 	}
 	st := stats(t, q)
-	st.OldestAge, statsBefore.OldestAge = 0, 0 // the oldest job waits on
+	st.OldestPendingMs, statsBefore.OldestPendingMs = 0, 0 // the oldest job waits on
 	if st != statsBefore || st.Committed != 1 || st.DeadLettered != 0 {
 		t.Fatalf("stats after stale writes %+v, before %+v", st, statsBefore)
 	}

@@ -9,29 +9,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 )
 
-// Stats is a snapshot of the queue.
-type Stats struct {
-	// Pending counts jobs not yet committed or dead-lettered, the one in
-	// flight included.
-	Pending int64
-	// Committed counts jobs completed since the queue was created.
-	Committed int64
-	// DeadLettered counts jobs in the dead-letter list now (Requeue
-	// removes them).
-	DeadLettered int64
-	// Epoch is the lock's current fencing epoch (0 before any leader).
-	Epoch int64
-	// Paused says an operator paused the queue (Pause).
-	Paused bool
-	// OldestAge is how long the oldest pending job has waited since it
-	// was enqueued, on the Redis server's clock; 0 when none is pending.
-	OldestAge time.Duration
-}
-
 // Stats reads the queue's counters and lengths in one atomic round trip.
-func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+func (q *Queue) Stats(ctx context.Context) (figures.Queue, error) {
 	var pending, dead, paused *redis.IntCmd
 	var committed, epoch *redis.StringCmd
 	var oldest *redis.XMessageSliceCmd
@@ -47,17 +30,18 @@ func (q *Queue) Stats(ctx context.Context) (Stats, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Stats{}, fmt.Errorf("jobs: stats: %w", err)
+		return figures.Queue{}, fmt.Errorf("jobs: stats: %w", err)
 	}
-	s := Stats{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
+	s := figures.Queue{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
 	if msgs := oldest.Val(); len(msgs) > 0 {
-		s.OldestAge = max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
+		waited := max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
+		s.OldestPendingMs = int64((waited + time.Millisecond - 1) / time.Millisecond)
 	}
 	if s.Committed, err = optInt(committed); err != nil {
-		return Stats{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
+		return figures.Queue{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
 	}
 	if s.Epoch, err = optInt(epoch); err != nil {
-		return Stats{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
+		return figures.Queue{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
 	}
 	return s, nil
 }

@@ -144,6 +144,13 @@ func New(cfg Config) (*Leader, error) {
 	return &Leader{cfg: cfg, log: cfg.Logger}, nil
 }
 
+// HeldByAnother reports whether an error of Acquire only says that another holder
+// has the lock: a follower's routine, not a fault.
+func HeldByAnother(err error) bool {
+	var held *redislock.HeldError
+	return errors.As(err, &held)
+}
+
 // Acquire tries once to take the lock. A lease left over from a lost
 // leadership is released first (compare-and-delete, so it only removes our
 // own value) so that we do not wait out our own stale key. Its error is

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -280,6 +281,26 @@ func TestRetryDelayFollowsTheHolder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeld: a lock held elsewhere is told apart from an error, wrapped
+// or not, as Acquire tells them apart.
+func TestHeldByAnother(t *testing.T) {
+	held := &redislock.HeldError{TTL: time.Second}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{held, true},
+		{fmt.Errorf("acquire: %w", held), true},
+		{redislock.ErrNotAcquired, false}, // a quorum not reached is no proof of a holder
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false},
+		{nil, false},
+	} {
+		if got := HeldByAnother(c.err); got != c.want {
+			t.Errorf("HeldByAnother(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
 

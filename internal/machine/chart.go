@@ -2,72 +2,65 @@ package machine
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/qmuntal/stateless"
 )
 
-// configure is the whole chart. Every state but cleanup and releasing_lock
-// (already stopping) leaves to cleanup on STOP. Work that ends by itself
-// (WORK_ENDED) takes the same way out, cleanup then releasing_lock, but
-// rejoins the followers in waiting_to_acquire_lock instead of stopping in
-// idle, unless a STOP came meanwhile. Triggers a state does not list, such
-// as RELEASE_NOTICE outside waiting_to_acquire_lock, end in onUnhandled and
-// change nothing. Each transition closes the old state's scope (its
-// callback's context and its timer) before the new state's entry actions
-// run.
-func (m *Machine) configure(sm *stateless.StateMachine) {
-	sm.OnTransitioning(m.onTransitioning)
-	sm.OnTransitioned(m.onTransitioned)
-	sm.OnUnhandledTrigger(m.onUnhandled)
-
-	sm.Configure(Idle).
-		Permit(TryAcquireLock, AcquiringLock).
-		Permit(Stop, Cleanup)
-
-	sm.Configure(AcquiringLock).
-		OnEntry(m.acquire).
-		Permit(LockAcquired, Working).
-		Permit(AcquireFailed, WaitingToAcquireLock).
-		Permit(Stop, Cleanup)
-
-	sm.Configure(Working).
-		OnEntryFrom(LockAcquired, m.startWork). // not on LOCK_RENEWED: the work keeps running
-		OnEntry(m.armRenewTimer).
-		Permit(RenewTimer, RenewLock).
-		Permit(WorkEnded, Cleanup).
-		Permit(Stop, Cleanup)
-
-	sm.Configure(RenewLock).
-		OnEntry(m.renew).
-		Permit(LockRenewed, Working).
-		Permit(RenewFailed, PauseWork).
-		Permit(WorkEnded, Cleanup).
-		Permit(Stop, Cleanup)
-
-	sm.Configure(PauseWork).
-		OnEntry(m.stopWork).
-		Permit(WorkStopped, WaitingToAcquireLock). // done or failed
-		Ignore(WorkEnded).                         // being stopped already
-		Permit(Stop, Cleanup)
-
-	sm.Configure(WaitingToAcquireLock).
-		OnEntry(m.armRetryTimer).
-		Permit(RetryTimer, AcquiringLock).
-		Permit(ReleaseNotice, AcquiringLock).
-		Permit(Stop, Cleanup)
-
-	sm.Configure(Cleanup).
-		OnEntry(m.stopWork).
-		Permit(WorkStopped, ReleasingLock). // done or failed
-		Ignore(WorkEnded).
-		Ignore(Stop)
-
-	sm.Configure(ReleasingLock).
-		OnEntry(m.release).
-		Permit(LockReleased, Idle, m.stopping). // done or failed
-		Permit(LockReleased, WaitingToAcquireLock, m.rejoining).
-		Ignore(WorkEnded).
-		Ignore(Stop)
+// chart is the whole chart, read top to bottom: each state, what runs on
+// its entry, and where each trigger leads. STOP leads to cleanup from
+// every state but cleanup and releasing_lock (already stopping). Work that
+// ends by itself (WORK_ENDED) takes the same way out, cleanup then
+// releasing_lock, but rejoins the followers in waiting_to_acquire_lock
+// instead of stopping in idle, unless a STOP came meanwhile. Triggers a
+// state does not list, such as RELEASE_NOTICE outside
+// waiting_to_acquire_lock, change nothing. The routine arrows are the
+// steps of the two loops, a leader renewing and a follower retrying.
+func (m *Machine) chart() chart {
+	return chart{
+		initial:    Idle,
+		everywhere: []arrow{on(Stop, Cleanup)},
+		states: []stateRule{
+			{state: Idle, on: []arrow{
+				on(TryAcquireLock, AcquiringLock),
+			}},
+			{state: AcquiringLock, entry: []entryAction{do(m.acquire)}, on: []arrow{
+				on(LockAcquired, Working),
+				on(AcquireFailed, WaitingToAcquireLock).routine(),
+			}},
+			{state: Working, entry: []entryAction{
+				doOn(LockAcquired, m.startWork), // not on LOCK_RENEWED: the work keeps running
+				do(m.armRenewTimer),
+			}, on: []arrow{
+				on(RenewTimer, RenewLock).routine(),
+				on(WorkEnded, Cleanup),
+			}},
+			{state: RenewLock, entry: []entryAction{do(m.renew)}, on: []arrow{
+				on(LockRenewed, Working).routine(),
+				on(RenewFailed, PauseWork),
+				on(WorkEnded, Cleanup),
+			}},
+			{state: PauseWork, entry: []entryAction{do(m.stopWork)}, on: []arrow{
+				on(WorkStopped, WaitingToAcquireLock), // done or failed
+				ignore(WorkEnded),                     // being stopped already
+			}},
+			{state: WaitingToAcquireLock, entry: []entryAction{do(m.armRetryTimer)}, on: []arrow{
+				on(RetryTimer, AcquiringLock).routine(),
+				on(ReleaseNotice, AcquiringLock),
+			}},
+			{state: Cleanup, entry: []entryAction{do(m.stopWork)}, on: []arrow{
+				on(WorkStopped, ReleasingLock), // done or failed
+				ignore(WorkEnded),
+				ignore(Stop),
+			}},
+			{state: ReleasingLock, entry: []entryAction{do(m.release)}, on: []arrow{
+				on(LockReleased, Idle).when(m.stopping), // done or failed
+				on(LockReleased, WaitingToAcquireLock).when(m.rejoining),
+				ignore(WorkEnded),
+				ignore(Stop),
+			}},
+		},
+	}
 }
 
 // Entry actions. They only start things (a callback goroutine, a timer)
@@ -94,7 +87,7 @@ func (m *Machine) armRenewTimer(context.Context, ...any) error {
 }
 
 func (m *Machine) renew(context.Context, ...any) error {
-	m.log.Info("Renewing lock")
+	m.log.Debug("Renewing lock") // every RenewInterval: see routine
 	m.invoke(m.cfg.Renew, LockRenewed, RenewFailed)
 	return nil
 }
@@ -125,9 +118,10 @@ func (m *Machine) stopping(context.Context, ...any) bool  { return m.stopRequest
 func (m *Machine) rejoining(context.Context, ...any) bool { return !m.stopRequested }
 
 // onTransitioning runs between the old state's exit and the new state's
-// entry: the one place every transition passes, so it logs it (once) and
-// swaps the scope.
-func (m *Machine) onTransitioning(_ context.Context, tr stateless.Transition) {
+// entry: the one place every transition passes, so it logs it (once: at
+// DEBUG for a routine step of a loop, unless it failed with a fault, at
+// INFO otherwise) and swaps the scope.
+func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) {
 	attrs := []any{
 		"from", tr.Source.(State).String(),
 		"to", tr.Destination.(State).String(),
@@ -136,7 +130,11 @@ func (m *Machine) onTransitioning(_ context.Context, tr stateless.Transition) {
 	if m.cause != nil {
 		attrs = append(attrs, "err", m.cause.Error())
 	}
-	m.log.Info("transition", attrs...)
+	level := slog.LevelInfo
+	if Routine(tr.Source.(State), tr.Trigger.(Trigger)) && (m.cause == nil || m.cfg.Held(m.cause)) {
+		level = slog.LevelDebug
+	}
+	m.log.Log(ctx, level, "transition", attrs...)
 	m.closeScope()
 	m.scope = m.openScope(m.scope.gen + 1)
 }

@@ -38,6 +38,11 @@ type Config struct {
 	// says how long to wait before the next attempt; the caller adds jitter
 	// and caps it at the holder's TTL. Required.
 	RetryDelay func() time.Duration
+	// Held, optional, tells an Acquire error that only says another
+	// holder has the lock (a follower's routine retry: its ACQUIRE_FAILED
+	// is logged at DEBUG) from a fault (logged at INFO, with the error).
+	// Default: every Acquire error is a fault.
+	Held func(err error) bool
 	// Logger defaults to discarding. Give it one that already carries
 	// workerId.
 	Logger *slog.Logger
@@ -68,6 +73,9 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Held == nil {
+		c.Held = func(error) bool { return false }
 	}
 	if c.OnTransition == nil {
 		c.OnTransition = func(State, State, Trigger) {}

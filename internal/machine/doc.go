@@ -21,7 +21,14 @@
 //   - Stop (or cancelling Run's context) always ends in idle via cleanup
 //     and releasing_lock, whose callbacks get a context that the caller's
 //     cancellation does not reach;
-//   - Run returns only after every goroutine it started has returned.
+//   - Run returns only after every goroutine it started has returned;
+//   - the chart is declared once, as data (chart.go): it configures
+//     stateless, and Describe and Graph read the same declaration, so no
+//     picture of the chart can drift from the machine;
+//   - every transition is logged once: a step of the two loops (a leader
+//     renewing, a follower retrying; see Routine) at DEBUG, every other,
+//     and an attempt that failed with a fault rather than a lock held
+//     elsewhere (Config.Held), at INFO.
 //
 // It does not know Redis, leases, deadlines or fencing tokens: the callbacks
 // do. Nothing here makes a late leader harmless; fencing does that. A

@@ -1,24 +1,22 @@
 package machine
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"html"
-	"regexp"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/qmuntal/stateless"
 )
 
 // Graph renders the chart as "dot" (stateless's ToGraph) or "mermaid" (a
-// stateDiagram-v2 translated from that DOT, so the two cannot disagree).
-// It configures a fresh stateless machine with the same chart function,
-// so it never reads the running machine and is safe at any time; the
-// graph always starts in idle.
+// stateDiagram-v2 written from the Description). Both come from the chart
+// declaration (Machine.chart) that configures the machine, so neither can
+// disagree with it. Graph configures a fresh stateless machine from that
+// declaration, so it never reads the running machine and is safe at any
+// time; the graph always starts in idle.
 func (m *Machine) Graph(format string) (string, error) {
-	sm := stateless.NewStateMachine(Idle)
+	c := m.chart()
+	sm := stateless.NewStateMachine(c.initial)
 	m.configure(sm)
 	// Entry actions are method values, which the runtime names "acquire-fm".
 	dot := strings.ReplaceAll(sm.ToGraph(), "-fm", "")
@@ -26,79 +24,63 @@ func (m *Machine) Graph(format string) (string, error) {
 	case "dot":
 		return dot, nil
 	case "mermaid":
-		return mermaid(dot)
+		return mermaid(c.describe()), nil
 	default:
 		return "", fmt.Errorf("machine: unknown graph format %q (want dot or mermaid)", format)
 	}
 }
 
-// Chart renders the chart without any real callbacks, for `lockworker
-// graph`, which has no Redis.
+// Chart renders the chart for `lockworker graph`, which has no Redis: a
+// graph only names the machine's methods, never calls them, so a zero
+// Machine draws the same chart as a running one.
 func Chart(format string) (string, error) {
-	nop := func(context.Context) error { return nil }
-	m, err := New(Config{
-		Acquire: nop, Renew: nop, Release: nop, StopWork: nop,
-		StartWork:     func(func(error)) {},
-		RenewInterval: time.Second,
-		RetryDelay:    func() time.Duration { return time.Second },
-	})
-	if err != nil {
-		return "", err
-	}
-	return m.Graph(format)
+	return new(Machine).Graph(format)
 }
 
-var (
-	dotNode = regexp.MustCompile(`^\t+(\S+) \[label="([^"]*)"\];$`)
-	dotEdge = regexp.MustCompile(`^\t(\S+) -> (\S+)(?: \[label=(.*)\];)?$`)
-	dotRow  = regexp.MustCompile(`<TR><TD(?: ALIGN="LEFT")?>(.*?)</TD></TR>`)
-)
-
-// mermaid translates the DOT that stateless writes: nodes with their
-// entry actions, edges with their triggers. Ignored and internal triggers
-// change no state, so they are left out.
-func mermaid(dot string) (string, error) {
+// mermaid writes d as a stateDiagram-v2 in the order of the DOT that
+// stateless writes: states by name with their entry actions, then by
+// source state the transitions, by trigger, grouped by target, and the
+// initial state last. Ignored triggers change no state and are left out.
+func mermaid(d Description) string {
 	var b strings.Builder
 	b.WriteString("stateDiagram-v2\n")
-	edges := 0
-	for line := range strings.SplitSeq(dot, "\n") {
-		if n := dotNode.FindStringSubmatch(line); n != nil {
-			_, actions, _ := strings.Cut(n[2], "|") // "name|entry / a\nentry / b"
-			fmt.Fprintf(&b, "    %s\n", unquote(n[1]))
-			for a := range strings.SplitSeq(actions, `\n`) {
-				if a != "" {
-					fmt.Fprintf(&b, "    %s : %s\n", unquote(n[1]), html.UnescapeString(a))
+	states := slices.SortedFunc(slices.Values(d.States), func(x, y StateInfo) int { return strings.Compare(x.Name, y.Name) })
+	for _, s := range states {
+		fmt.Fprintf(&b, "    %s\n", s.Name)
+		for _, a := range s.Entry {
+			fmt.Fprintf(&b, "    %s : entry / %s\n", s.Name, a)
+		}
+	}
+	for _, s := range states {
+		var out []TransitionInfo
+		for _, t := range d.Transitions {
+			if t.From == s.Name && t.Kind != KindIgnored {
+				out = append(out, t)
+			}
+		}
+		slices.SortStableFunc(out, func(x, y TransitionInfo) int { return strings.Compare(x.Trigger, y.Trigger) })
+		for len(out) > 0 {
+			to := out[0].To
+			for _, t := range out {
+				if t.To == to {
+					fmt.Fprintf(&b, "    %s --> %s : %s\n", t.From, t.To, t.label())
 				}
 			}
-			continue
-		}
-		e := dotEdge.FindStringSubmatch(line)
-		if e == nil {
-			continue
-		}
-		from, to := unquote(e[1]), unquote(e[2])
-		if from == "init" {
-			fmt.Fprintf(&b, "    [*] --> %s\n", to)
-			continue
-		}
-		section := ""
-		for _, row := range dotRow.FindAllStringSubmatch(e[3], -1) {
-			cell := row[1]
-			if strings.HasPrefix(cell, "<B>") {
-				section = strings.TrimSuffix(strings.TrimPrefix(cell, "<B>"), "</B>")
-				continue
-			}
-			if section == "Ignored" || section == "Internal" {
-				continue
-			}
-			fmt.Fprintf(&b, "    %s --> %s : %s\n", from, to, html.UnescapeString(cell))
-			edges++
+			out = slices.DeleteFunc(out, func(t TransitionInfo) bool { return t.To == to })
 		}
 	}
-	if edges == 0 {
-		return "", errors.New("machine: no transitions found in the DOT graph")
-	}
-	return b.String(), nil
+	fmt.Fprintf(&b, "    [*] --> %s\n", d.Initial)
+	return b.String()
 }
 
-func unquote(s string) string { return strings.Trim(s, `"`) }
+// label is the transition as stateless labels it: "TRIGGER / actions [guard]".
+func (t TransitionInfo) label() string {
+	s := t.Trigger
+	if len(t.Actions) > 0 {
+		s += " / " + strings.Join(t.Actions, ", ")
+	}
+	for _, g := range t.Guards {
+		s += " [" + g + "]"
+	}
+	return s
+}

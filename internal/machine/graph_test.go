@@ -9,16 +9,24 @@ import (
 	"testing/synctest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/chart.dot from the chart")
+var update = flag.Bool("update", false, "rewrite testdata/chart.dot and chart.mmd from the chart")
 
-// TestGraphGolden holds the DOT picture of the chart; a change to the chart
-// shows up as a diff here (go test -update to accept it).
+// TestGraphGolden holds the DOT and Mermaid pictures of the chart; a
+// change to the chart shows up as a diff here (go test -update to accept
+// it).
 func TestGraphGolden(t *testing.T) {
-	got, err := Chart("dot")
+	for format, file := range map[string]string{"dot": "chart.dot", "mermaid": "chart.mmd"} {
+		t.Run(format, func(t *testing.T) { golden(t, format, file) })
+	}
+}
+
+func golden(t *testing.T, format, file string) {
+	t.Helper()
+	got, err := Chart(format)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "chart.dot")
+	golden := filepath.Join("testdata", file)
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -29,7 +37,7 @@ func TestGraphGolden(t *testing.T) {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("Graph(\"dot\") differs from %s (go test -update to accept):\n%s", golden, got)
+		t.Errorf("Graph(%q) differs from %s (go test -update to accept):\n%s", format, golden, got)
 	}
 }
 

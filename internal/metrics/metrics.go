@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/leader"
 )
 
@@ -18,15 +19,6 @@ type Snapshot struct {
 	Leader    bool
 	Token     int64
 	LeaseLeft time.Duration
-}
-
-// QueueFigures are the job queue gauges, read at scrape time.
-type QueueFigures struct {
-	Pending, Committed, DeadLettered, Epoch int64
-	// Paused says an operator paused the queue.
-	Paused bool
-	// OldestAge is how long the oldest pending job has waited; 0 when none.
-	OldestAge time.Duration
 }
 
 // Config configures Metrics.
@@ -45,7 +37,7 @@ type Sources struct {
 	// Snapshot is the leadership as /status reports it. Required.
 	Snapshot func() Snapshot
 	// Queue is optional; it is called with a short timeout at scrape time.
-	Queue func(ctx context.Context) (QueueFigures, error)
+	Queue func(ctx context.Context) (figures.Queue, error)
 	// RedisOK is optional: whether this replica's last Redis call got an
 	// answer (lockworker_redis_up).
 	RedisOK func() bool
@@ -191,7 +183,7 @@ var (
 // queueCollector reads the queue figures from Redis at scrape time, so
 // every replica reports the same fleet-wide numbers.
 type queueCollector struct {
-	read func(ctx context.Context) (QueueFigures, error)
+	read func(ctx context.Context) (figures.Queue, error)
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -216,7 +208,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(deadDesc, prometheus.GaugeValue, float64(q.DeadLettered))
 	ch <- prometheus.MustNewConstMetric(epochDesc, prometheus.GaugeValue, float64(q.Epoch))
 	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, boolFloat(q.Paused))
-	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, q.OldestAge.Seconds())
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, float64(q.OldestPendingMs)/1000)
 }
 
 func boolFloat(b bool) float64 {

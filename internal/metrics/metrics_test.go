@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/leader"
 )
 
@@ -18,8 +19,8 @@ func TestScrape(t *testing.T) {
 	}
 	err = m.Watch(Sources{
 		Snapshot: func() Snapshot { return Snapshot{Leader: true, Token: 42, LeaseLeft: 3 * time.Second} },
-		Queue: func(context.Context) (QueueFigures, error) {
-			return QueueFigures{Pending: 5, Committed: 9, DeadLettered: 1, Epoch: 42, Paused: true, OldestAge: 90 * time.Second}, nil
+		Queue: func(context.Context) (figures.Queue, error) {
+			return figures.Queue{Pending: 5, Committed: 9, DeadLettered: 1, Epoch: 42, Paused: true, OldestPendingMs: 90_000}, nil
 		},
 		RedisOK: func() bool { return false },
 	})

@@ -66,7 +66,7 @@ func (c *cluster) env(name string) []string {
 		"SHUTDOWN_TIMEOUT=5s",
 		"WORK_DURATION=20ms",
 		"LOG_FORMAT=json",
-		"LOG_LEVEL=info",
+		"LOG_LEVEL=debug", // the renewals and retries timed here are logged at DEBUG
 		"WORKER_ID=" + name,
 	}, c.topo.env...)
 }

@@ -1,4 +1,4 @@
-package dashboard
+package chartsvg
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/lockworker/lockworker/internal/machine"
 )
 
-// Chart is the state chart laid out for drawing: the model the page's SVG
-// is drawn from, served as JSON on /api/chart. Nothing in it is written by
-// hand: the states and triggers come from machine.Describe, the places from
-// layoutChart.
+// Chart is the state chart laid out for drawing: the model its SVG is
+// drawn from (the dashboard serves it as JSON on /api/chart). Nothing in it
+// is written by hand: the states and triggers come from the
+// machine.Description, the places from Layout.
 type Chart struct {
 	Initial string       `json:"initial"`
 	Width   float64      `json:"width"`
@@ -75,15 +75,6 @@ type Rect struct {
 	Y float64 `json:"y"`
 	W float64 `json:"w"`
 	H float64 `json:"h"`
-}
-
-// BuildChart lays out the chart the machine describes.
-func BuildChart() (Chart, error) {
-	d, err := machine.Describe()
-	if err != nil {
-		return Chart{}, err
-	}
-	return layoutChart(d)
 }
 
 // bundleMin is the fewest sources a trigger needs to be drawn as a bundle,

@@ -1,4 +1,4 @@
-package dashboard
+package chartsvg
 
 import (
 	"bytes"
@@ -14,16 +14,13 @@ import (
 	"github.com/lockworker/lockworker/internal/machine"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/chart.json and testdata/chart.svg from the machine's graph")
+var update = flag.Bool("update", false, "rewrite testdata/chart.json and testdata/chart.svg from the machine's chart")
 
 // TestChartGolden holds the chart model and its SVG, both derived from
 // the machine's graph: a new state or trigger, or a change of the layout,
 // shows up as a diff here (go test -update to accept it).
 func TestChartGolden(t *testing.T) {
-	c, err := BuildChart()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := Layout(machine.Describe())
 	model, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -53,14 +50,8 @@ func golden(t *testing.T, name string, got []byte) {
 // chart, on exactly one arrow, bundle or ignored list, and every state has
 // a box.
 func TestChartCoversMachine(t *testing.T) {
-	d, err := machine.Describe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := layoutChart(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := machine.Describe()
+	c := Layout(d)
 	for _, s := range d.States {
 		if !slices.ContainsFunc(c.States, func(cs ChartState) bool { return cs.Name == s.Name }) {
 			t.Errorf("state %s has no box", s.Name)
@@ -103,20 +94,14 @@ func placements(c Chart, tr machine.TransitionInfo) int {
 // arrow, a box and a label without a change to this package, and the
 // drawing stays clean.
 func TestChartNewTrigger(t *testing.T) {
-	d, err := machine.Describe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := machine.Describe()
 	d.States = append(d.States, machine.StateInfo{Name: "draining", Entry: []string{"stopWork"}})
 	d.Transitions = append(d.Transitions,
 		machine.TransitionInfo{From: "working", To: "draining", Trigger: "WORK_ENDED", Kind: machine.KindTransition},
 		machine.TransitionInfo{From: "draining", To: "releasing_lock", Trigger: "WORK_STOPPED", Kind: machine.KindTransition},
 		machine.TransitionInfo{From: "draining", To: "cleanup", Trigger: "STOP", Kind: machine.KindTransition},
 	)
-	c, err := layoutChart(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := Layout(d)
 	svg := string(c.SVG())
 	for _, want := range []string{
 		`data-state="draining"`,
@@ -134,15 +119,9 @@ func TestChartNewTrigger(t *testing.T) {
 }
 
 func TestChartClean(t *testing.T) {
-	c, err := BuildChart()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := Layout(machine.Describe())
 	checkClean(t, c)
-	again, err := BuildChart()
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := Layout(machine.Describe())
 	if !bytes.Equal(c.SVG(), again.SVG()) {
 		t.Error("two layouts of the same chart differ")
 	}

@@ -1,0 +1,8 @@
+// Package figures is the job queue's figures, in the one shape that
+// /status, the dashboard, the metrics and `lockworker status` show: Queue.
+// Package jobs reads them from Redis (jobs.Queue.Stats).
+//
+// It is a package of its own, importing nothing, so that the HTTP API can
+// name the figures without importing the queue: the test rigs decode
+// /status, and the queue's own tests use those rigs.
+package figures
