@@ -33,9 +33,8 @@ type HTTPConfig struct {
 	// RootCAs verifies an https server's certificate. Default nil: the
 	// system's roots.
 	RootCAs *x509.CertPool
-	// Timeout bounds each request, from its start to its answer's status
-	// (and the start of its body for an error). Default DefaultHTTPTimeout;
-	// negative is an error.
+	// Timeout bounds each request, from its start until its answer is
+	// read. Default DefaultHTTPTimeout; negative is an error.
 	Timeout time.Duration
 	// LeaseMargin cuts a request this long before the lease's local
 	// deadline (re-read as renewals move it), so no request outlives its
@@ -53,11 +52,11 @@ const DefaultHTTPTimeout = 30 * time.Second
 
 // The request headers every job carries (Idempotency-Key is the job ID).
 const (
-	HeaderJobID         = "Lockworker-Job-Id"
-	HeaderAttempt       = "Lockworker-Attempt"
-	HeaderFencingToken  = "Lockworker-Fencing-Token"
-	HeaderWorkerID      = "Lockworker-Worker-Id"
-	HeaderIdempotencyID = "Idempotency-Key"
+	HeaderJobID          = "Lockworker-Job-Id"
+	HeaderAttempt        = "Lockworker-Attempt"
+	HeaderFencingToken   = "Lockworker-Fencing-Token"
+	HeaderWorkerID       = "Lockworker-Worker-Id"
+	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
 // maxQuoted is how much of an error answer's body goes into the error
@@ -247,7 +246,7 @@ func (h *HTTPHandler) header(hd http.Header, job Job, token int64) {
 	hd.Set(HeaderAttempt, strconv.Itoa(job.Attempt))
 	hd.Set(HeaderFencingToken, strconv.FormatInt(token, 10))
 	hd.Set(HeaderWorkerID, h.workerID)
-	hd.Set(HeaderIdempotencyID, job.ID)
+	hd.Set(HeaderIdempotencyKey, job.ID)
 	if h.token != "" {
 		hd.Set("Authorization", "Bearer "+h.token)
 	}
