@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/lockworker/lockworker/internal/guest"
+	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/keyspace"
 )
 
@@ -77,10 +78,24 @@ type Config struct {
 	// unlocks them on the dashboard. Unset: those endpoints are off. At
 	// least MinAdminTokenLen bytes, no spaces or control characters.
 	AdminToken string `env:"ADMIN_TOKEN" secret:"true"`
-	// JobHandler is log (simulated heavy work) or exec (runs JobCommand).
+	// JobHandler is log (simulated heavy work), exec (runs JobCommand) or
+	// http (posts each job to JobURL).
 	JobHandler string `env:"JOB_HANDLER" envDefault:"log"`
 	// JobCommand is the command line for the exec handler, split on spaces.
 	JobCommand string `env:"JOB_COMMAND"`
+	// JobURL receives each job as a POST with the http handler: http or
+	// https. User information in it (user:password@) is sent as basic
+	// authentication unless JobURLToken is set; String and LogValue
+	// redact its password.
+	JobURL string `env:"JOB_URL" secret:"url"`
+	// JobURLToken, when set, is sent to JobURL as a bearer token.
+	JobURLToken string `env:"JOB_URL_TOKEN" secret:"true"`
+	// JobURLCA is a PEM bundle for an https JobURL whose certificate a
+	// private CA signed. Default: the system's roots.
+	JobURLCA string `env:"JOB_URL_CA"`
+	// JobTimeout bounds each request of the http handler; the lease's
+	// local deadline (less REDIS_NODE_TIMEOUT) can cut it sooner.
+	JobTimeout time.Duration `env:"JOB_TIMEOUT" envDefault:"30s"`
 	// JobEnv names the daemon's variables the exec command also gets, on
 	// top of PATH, HOME, LANG, TZ and the LOCKWORKER_* job variables. Never
 	// REDIS_*, JOBS_TOKEN, ADMIN_TOKEN or LOCKWORKER_* (guest.CheckEnvName).
@@ -251,9 +266,14 @@ func (c Config) checkJobs(p *problems) {
 		if len(strings.Fields(c.JobCommand)) == 0 {
 			p.add("JOB_COMMAND", "must be set when JOB_HANDLER=exec")
 		}
+	case "http":
+		if c.JobURL == "" {
+			p.add("JOB_URL", "must be set when JOB_HANDLER=http")
+		}
 	default:
-		p.add("JOB_HANDLER", "must be log or exec, got %q", c.JobHandler)
+		p.add("JOB_HANDLER", "must be log, exec or http, got %q", c.JobHandler)
 	}
+	c.checkJobURL(p)
 	for _, name := range c.JobEnv {
 		if err := guest.CheckEnvName(name); err != nil {
 			p.add("JOB_ENV", "%v", err)
@@ -267,6 +287,24 @@ func (c Config) checkJobs(p *problems) {
 	}
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
+	}
+}
+
+// checkJobURL checks the http handler's settings, without echoing the
+// URL (it may carry a password) or the token.
+func (c Config) checkJobURL(p *problems) {
+	u, err := jobs.CheckJobURL(c.JobURL)
+	if c.JobURL != "" && err != nil {
+		p.add("JOB_URL", "%v", err)
+	}
+	if c.JobURLCA != "" && u != nil && u.Scheme != "https" {
+		p.add("JOB_URL_CA", "is set, but JOB_URL is not an https URL")
+	}
+	if strings.ContainsFunc(c.JobURLToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		p.add("JOB_URL_TOKEN", "must not contain spaces or control characters")
+	}
+	if c.JobTimeout <= 0 {
+		p.add("JOB_TIMEOUT", "must be a positive duration such as 30s or 500ms, got %s", c.JobTimeout)
 	}
 }
 

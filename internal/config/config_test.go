@@ -93,6 +93,15 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"LOCK_KEY=}x"}, "LOCK_KEY"},
 		{[]string{"REDIS_MIN_REPLICAS=-2"}, "REDIS_MIN_REPLICAS"},
 		{[]string{"REDIS_MIN_REPLICAS=one"}, "REDIS_MIN_REPLICAS"},
+		{[]string{"JOB_HANDLER=http"}, "JOB_URL"},
+		{[]string{"JOB_HANDLER=http", "JOB_URL=ftp://h/jobs"}, "JOB_URL"},
+		{[]string{"JOB_URL=http:///jobs"}, "JOB_URL"},
+		{[]string{"JOB_URL=store:8080"}, "JOB_URL"},
+		{[]string{"JOB_URL=http://h/jobs", "JOB_URL_CA=/etc/ca.pem"}, "JOB_URL_CA"},
+		{[]string{"JOB_URL_TOKEN=two words"}, "JOB_URL_TOKEN"},
+		{[]string{"JOB_TIMEOUT=0s"}, "JOB_TIMEOUT"},
+		{[]string{"JOB_TIMEOUT=-1s"}, "JOB_TIMEOUT"},
+		{[]string{"JOB_TIMEOUT=soon"}, "JOB_TIMEOUT"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.env, " "), func(t *testing.T) {
@@ -165,7 +174,8 @@ func TestModesAccepted(t *testing.T) {
 // String, slog text and JSON) names the variables and hides the secrets.
 func TestSecretsNeverPrinted(t *testing.T) {
 	c, err := Load(Getenv([]string{"REDIS_URLS=rediss://app:s3cret-pw@h:6380", "JOBS_TOKEN=tok-s3cret",
-		"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=m", "REDIS_SENTINEL_PASSWORD=sen-s3cret"}))
+		"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=m", "REDIS_SENTINEL_PASSWORD=sen-s3cret",
+		"JOB_HANDLER=http", "JOB_URL=https://svc:url-s3cret@store:8443/jobs", "JOB_URL_TOKEN=jtok-s3cret"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +186,13 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", c), "%#v": fmt.Sprintf("%#v", c),
 		"String": c.String(), "slog text": text.String(), "slog JSON": js.String(),
 	} {
-		for _, secret := range []string{"s3cret-pw", "tok-s3cret", "sen-s3cret"} {
+		for _, secret := range []string{"s3cret-pw", "tok-s3cret", "sen-s3cret", "url-s3cret", "jtok-s3cret"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("%s shows %q: %s", name, secret, out)
 			}
 		}
-		for _, want := range []string{"REDIS_URLS", "h:6380", "JOBS_TOKEN", "[redacted]", "LOCK_TTL", "15s", "REDIS_SENTINEL_PASSWORD"} {
+		for _, want := range []string{"REDIS_URLS", "h:6380", "JOBS_TOKEN", "[redacted]", "LOCK_TTL", "15s", "REDIS_SENTINEL_PASSWORD",
+			"JOB_URL", "store:8443/jobs", "JOB_URL_TOKEN", "JOB_TIMEOUT"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s lacks %q: %s", name, want, out)
 			}
@@ -226,5 +237,27 @@ func TestDuplicateServersNamed(t *testing.T) {
 	}
 	if _, err := Load(Getenv([]string{"REDIS_URLS=redis://a:1,redis://a:2,redis://b:1", "LOCK_TTL=10ms", "RENEW_INTERVAL=4ms", "RETRY_INTERVAL=5ms"})); err != nil {
 		t.Fatalf("distinct servers and the minimum TTL refused: %v", err)
+	}
+}
+
+// The http handler's settings: accepted, with JOB_TIMEOUT's default; the
+// URL's password and the token are secrets Scrub knows; a refused URL is
+// never quoted.
+func TestJobURL(t *testing.T) {
+	c, err := Load(Getenv([]string{"JOB_HANDLER=http", "JOB_URL=https://svc:pw%2Fs3cret@store:8443/jobs",
+		"JOB_URL_TOKEN=jtok-s3cret", "JOB_URL_CA=/etc/ca.pem"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.JobTimeout != 30*time.Second {
+		t.Fatalf("JOB_TIMEOUT default %s, want 30s", c.JobTimeout)
+	}
+	scrubbed := c.Scrub("sent pw/s3cret, pw%2Fs3cret and jtok-s3cret")
+	if strings.Contains(scrubbed, "s3cret") {
+		t.Fatalf("Scrub left a secret: %s", scrubbed)
+	}
+	_, err = Load(Getenv([]string{"JOB_HANDLER=http", "JOB_URL=gopher://u:pw-s3cret@h/"}))
+	if err == nil || !strings.Contains(err.Error(), `JOB_URL: scheme must be http or https, got "gopher"`) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Load = %v; want JOB_URL's refusal without the password", err)
 	}
 }

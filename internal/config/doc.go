@@ -5,6 +5,7 @@
 //
 // Every error names the environment variable at fault, so an operator can
 // fix it without reading Go. Secrets (Redis passwords inside REDIS_URLS,
-// REDIS_SENTINEL_PASSWORD, JOBS_TOKEN: every field tagged `secret`) are
+// REDIS_SENTINEL_PASSWORD, JOBS_TOKEN, ADMIN_TOKEN, the password inside
+// JOB_URL, JOB_URL_TOKEN: every field tagged `secret`) are
 // kept out of String, GoString, LogValue and every error message.
 package config

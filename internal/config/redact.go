@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -27,6 +28,12 @@ func Redacted(urls []string) []string {
 func redacted(f reflect.StructField, v reflect.Value) any {
 	switch f.Tag.Get("secret") {
 	case "url":
+		if one, ok := v.Interface().(string); ok {
+			if one == "" {
+				return ""
+			}
+			return Redacted([]string{one})[0]
+		}
 		return Redacted(v.Interface().([]string))
 	case "":
 		return v.Interface()
@@ -96,11 +103,15 @@ func Getenv(environ []string) func(string) string {
 }
 
 // Secrets are the secret values this configuration holds: the tokens and
-// the passwords in REDIS_URLS (as written and URL-decoded). Scrub removes
-// them from text.
+// the passwords in REDIS_URLS and JOB_URL (as written and URL-decoded).
+// Scrub removes them from text.
 func (c Config) Secrets() []string {
 	var out []string
-	for _, raw := range c.RedisURLs {
+	urls := c.RedisURLs
+	if c.JobURL != "" {
+		urls = append(slices.Clip(urls), c.JobURL)
+	}
+	for _, raw := range urls {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil || u.User == nil {
 			continue
@@ -112,7 +123,7 @@ func (c Config) Secrets() []string {
 			}
 		}
 	}
-	for _, tok := range []string{c.JobsToken, c.AdminToken} {
+	for _, tok := range []string{c.JobsToken, c.AdminToken, c.JobURLToken} {
 		if tok != "" {
 			out = append(out, tok)
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
@@ -169,7 +170,8 @@ func (d *Daemon) newMachine() (*machine.Machine, error) {
 
 // jobHandler is the handler JOB_HANDLER names.
 func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
-	if cfg.JobHandler == "exec" {
+	switch cfg.JobHandler {
+	case "exec":
 		return jobs.NewExecHandler(jobs.ExecConfig{
 			Command:  strings.Fields(cfg.JobCommand),
 			Grace:    cfg.JobStopGrace,
@@ -177,8 +179,37 @@ func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 			WorkerID: cfg.WorkerID,
 			Logger:   log,
 		})
+	case "http":
+		return httpHandler(cfg, log)
 	}
 	return jobs.NewLogHandler(jobs.LogConfig{Duration: cfg.WorkDuration, Logger: log})
+}
+
+// httpHandler posts jobs to JOB_URL. Each request ends REDIS_NODE_TIMEOUT
+// before the lease's local deadline at the latest: the time the step that
+// records its outcome may take.
+func httpHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
+	var pool *x509.CertPool
+	if cfg.JobURLCA != "" {
+		pem, err := os.ReadFile(cfg.JobURLCA)
+		if err != nil {
+			return nil, &config.Error{Var: "JOB_URL_CA", Msg: err.Error()}
+		}
+		if pool = x509.NewCertPool(); !pool.AppendCertsFromPEM(pem) {
+			return nil, &config.Error{Var: "JOB_URL_CA", Msg: "no PEM certificate in the file"}
+		}
+	}
+	h, err := jobs.NewHTTPHandler(jobs.HTTPConfig{
+		URL: cfg.JobURL, Token: cfg.JobURLToken, RootCAs: pool,
+		Timeout: cfg.JobTimeout, LeaseMargin: cfg.RedisNodeTimeout,
+		WorkerID: cfg.WorkerID, Logger: log,
+	})
+	if err != nil {
+		return nil, &config.Error{Var: "JOB_URL", Msg: err.Error()} // never quotes the URL
+	}
+	log.Info("jobs go to an HTTP service", "url", jobs.SafeURL(cfg.JobURL), "bearerToken", cfg.JobURLToken != "",
+		"timeout", cfg.JobTimeout.String())
+	return h, nil
 }
 
 func stateNames() []string {

@@ -80,7 +80,12 @@
 //   - Fencing (Kleppmann's rule): once a fenced script accepted a token (a
 //     new leader's first claim), a leader with a lower token cannot claim,
 //     commit or dead-letter anything, and its step leaves no trace;
-//     Process then returns an error wrapping ErrStaleToken. A token that
+//     Process then returns an error wrapping ErrStaleToken. So it does
+//     when the handler's own store found the token stale (a handler error
+//     wrapping ErrStaleToken: the HTTP handler's 409): the jobs finished
+//     before that one are recorded, and that job and the rest of its batch
+//     given back without counting a delivery, when Redis's fence still
+//     admits the token (else nothing is recorded). A token that
 //     was minted and never used (a Redlock attempt that failed after the
 //     epoch authority granted it) fences no one; an operator's epoch raise
 //     fences every token below the raised epoch at once. Process also checks
@@ -92,7 +97,9 @@
 //     backoff, then dead-lettered after MaxAttempts deliveries. Deliveries
 //     are counted in Redis, so a job that keeps killing or outliving its
 //     leaders is dead-lettered too instead of looping forever; a lost
-//     batch counts one delivery for each of its jobs, started or not. A handler
+//     batch counts one delivery for each of its jobs, started or not. A
+//     handler error wrapping ErrPermanent (the HTTP handler's 4xx other
+//     than 408, 409 and 429) dead-letters the job at once. A handler
 //     that panics fails that attempt (the stack is logged once), so a job
 //     that always panics is dead-lettered with the panic as its error.
 //   - Payloads: Enqueue refuses an empty payload and one above MaxPayload.

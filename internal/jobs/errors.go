@@ -19,6 +19,11 @@ var ErrLeaseInvalid = errors.New("jobs: lease no longer valid")
 // panicked; the panic's value follows it in the message.
 var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 
+// ErrPermanent marks a handler's error that no retry can fix (the
+// service answered 4xx: a bad request, a missing resource): the job is
+// dead-lettered at once, whatever its attempt.
+var ErrPermanent = errors.New("jobs: permanent failure")
+
 // ErrEmptyPayload and ErrPayloadTooLarge are Enqueue's refusals: a job
 // carries 1 to MaxPayload bytes.
 var (

@@ -37,8 +37,11 @@ type Lease interface {
 // Redis should carry lease.Token() (and be rejected by the store when a
 // newer token has been seen) or be deduplicated by job.ID: a job can be
 // delivered more than once. Returning an error that wraps ErrStaleToken
-// tells the worker that this leader is stale; any other error is a failure
-// of this attempt.
+// tells the worker that this leader is stale: it records the jobs finished
+// before this one, gives this one back uncounted (when the queue's own fence
+// still admits the token) and ends the leadership. An error that wraps
+// ErrPermanent dead-letters the job at once; any other error is a failure
+// of this attempt, retried with backoff up to MaxAttempts.
 type Handler interface {
 	Handle(ctx context.Context, job Job, lease Lease) error
 }

@@ -16,10 +16,11 @@ import (
 // the next ones: up to Batch jobs after the last committed one. Process
 // runs the claimed jobs' handler one at a time, in enqueue order, then
 // records them with the next step: committed, or dead-lettered after
-// MaxAttempts failures. It returns nil once ctx is done, ErrLeaseInvalid
-// when the lease stops being valid first, and an error wrapping
-// ErrStaleToken when Redis says a newer leader exists. Redis errors are
-// logged and retried with backoff, never returned.
+// MaxAttempts failures (at once for a handler error wrapping
+// ErrPermanent). It returns nil once ctx is done, ErrLeaseInvalid when the
+// lease stops being valid first, and an error wrapping ErrStaleToken when
+// Redis, or the handler's own store, says a newer leader exists. Redis
+// errors are logged and retried with backoff, never returned.
 //
 // ctx is the leadership's context: its owner (package leader) cancels it
 // when the lease's deadline passes, and jobs run under it. Process itself
@@ -77,6 +78,14 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 		}
 		var cut bool
 		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); err != nil {
+			if errors.Is(err, ErrStaleToken) {
+				// The handler's store saw a newer token. Redis may not
+				// have (the step is fenced on its own): record the jobs
+				// finished before, give the rest back uncounted.
+				if ferr := w.flush(ctx, lease, b, log); ferr != nil {
+					return ferr
+				}
+			}
 			return err
 		}
 		size = w.nextSize(size, len(s.claimed), len(b.done), cut)
@@ -129,8 +138,9 @@ func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
 }
 
 // flush records b once more after ctx ended (work stopped right as jobs
-// finished), under a context bounded by the lease deadline, so finished
-// jobs are not redone by the next leader. It claims nothing.
+// finished) or a handler's store found the token stale, under a context
+// bounded by the lease deadline, so finished jobs are not redone by the
+// next leader. It claims nothing.
 func (w *Worker) flush(ctx context.Context, lease Lease, b batch, log *slog.Logger) error {
 	if b.empty() || !lease.Valid() {
 		return nil
@@ -165,8 +175,11 @@ func pausedNow(paused, pausedFlag bool, log *slog.Logger) bool {
 // record. It stops early, giving back the jobs not started, when ctx ends,
 // when a job failed and will be retried (after wait), and when the batch
 // has run for BatchWindow (cut), so slow jobs are committed as they go
-// rather than a whole batch later. An error (stale token, lease no longer
-// valid) means nothing is to be recorded.
+// rather than a whole batch later. An error means stop: with a stale token
+// from the handler (its store saw a newer one), b holds the jobs finished
+// before it and gives back that job and the rest, never counted as
+// delivered; with any other (the lease is no longer valid), nothing is to
+// be recorded.
 func (w *Worker) runBatch(ctx context.Context, lease Lease, claimed []*entry, b *batch, log *slog.Logger) (wait time.Duration, cut bool, err error) {
 	start := time.Now()
 	for i, e := range claimed {
@@ -180,6 +193,7 @@ func (w *Worker) runBatch(ctx context.Context, lease Lease, claimed []*entry, b 
 		}
 		o, wait, err := w.handle(ctx, lease, e, log)
 		if err != nil {
+			b.unstarted = claimed[i:]
 			return 0, false, err
 		}
 		if o == nil { // failed (to retry after wait) or interrupted
@@ -215,6 +229,9 @@ func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Lo
 	herr := w.run(ctx, e.job, lease, log)
 	switch {
 	case herr != nil && errors.Is(herr, ErrStaleToken):
+		// Not the job's failure: this leader is stale in its store's eyes.
+		log.Warn("the job's store rejected this leader's token as stale: giving the leadership up; the job is not counted as failed",
+			"jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
 		return nil, 0, fmt.Errorf("jobs: job %s: %w", e.job.ID, herr)
 	case herr != nil && ctx.Err() != nil:
 		// Leadership ended under the job: not the job's failure. The next
@@ -229,7 +246,7 @@ func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Lo
 			log.Debug("job done", "jobId", e.job.ID, "attempt", e.job.Attempt, "tookMs", time.Since(start).Milliseconds())
 		}
 		return &outcome{e: e, attempts: e.job.Attempt}, 0, nil
-	case e.job.Attempt >= w.cfg.MaxAttempts:
+	case e.job.Attempt >= w.cfg.MaxAttempts || errors.Is(herr, ErrPermanent):
 		log.Error("job dead-lettered", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
 		return &outcome{e: e, attempts: e.job.Attempt, cause: herr.Error()}, 0, nil
 	default:

@@ -620,9 +620,13 @@ func BenchmarkBatchSize(b *testing.B) {
 
 // benchNoop runs b.N no-op jobs, enqueued beforehand, through Process
 // with the given batch size and reports jobs/s.
-func benchNoop(b *testing.B, batch int) {
+func benchNoop(b *testing.B, batch int) { benchJobs(b, HandlerFunc(noop), batch) }
+
+// benchJobs runs b.N jobs with empty payloads, enqueued beforehand,
+// through Process with h and the given batch size and reports jobs/s.
+func benchJobs(b *testing.B, h Handler, batch int) {
 	e := newEnv(b)
-	q := e.queue(b, HandlerFunc(noop), func(c *WorkerConfig) { c.Batch = batch })
+	q := e.queue(b, h, func(c *WorkerConfig) { c.Batch = batch })
 	token := becomeLeader(b, e.c)
 	ctx := context.Background()
 	fillQueue(b, e, q.stream, b.N) // outside the timer

@@ -4,9 +4,13 @@
 // raw Redis round trips per second on the same client (BenchmarkRedisRoundTrip),
 // the floor of one job per round trip (BenchmarkStepFloor: the least a
 // fenced, ordered commit can do, with the next claim behind it), and the
-// three ratios, each as the median and range over the runs. Each ratio
-// pairs run i of one benchmark with run i of the other, so it compares
-// figures from one `go test` invocation.
+// three ratios, each as the median and range over the runs; then the job
+// handlers beside each other: no-op jobs posted by the http handler to a
+// local server answering 204 (BenchmarkProcessNoopHTTP, ...HTTPBatched)
+// and run as `true` by the exec handler (BenchmarkProcessNoopExec,
+// ...ExecBatched), one job per round trip and with group commit, with
+// http ÷ exec for each. Each ratio pairs run i of one benchmark with run
+// i of the other, so it compares figures from one `go test` invocation.
 //
 //	go test -run '^$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count 5 ./internal/jobs | (cd bench && go run ./cmd/jobsbench)
 //
@@ -43,6 +47,11 @@ const (
 	batched = "ProcessNoopBatched"
 	rtt     = "RedisRoundTrip"
 	floor   = "StepFloor"
+
+	httpNoop    = "ProcessNoopHTTP"
+	httpBatched = "ProcessNoopHTTPBatched"
+	execNoop    = "ProcessNoopExec"
+	execBatched = "ProcessNoopExecBatched"
 )
 
 func run(in io.Reader, out, echo io.Writer) error {
@@ -50,7 +59,7 @@ func run(in io.Reader, out, echo io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{noop, batched, rtt, floor} {
+	for _, name := range []string{noop, batched, rtt, floor, httpNoop, httpBatched, execNoop, execBatched} {
 		if len(runs[name]) == 0 {
 			return fmt.Errorf("no result of Benchmark%s in the input", name)
 		}
@@ -121,6 +130,12 @@ func write(w io.Writer, runs map[string][]float64) error {
 		{"floor ÷ round trips", ratios(runs[floor], runs[rtt]), "%.2f×"},
 		{"one job per round trip ÷ floor", ratios(runs[noop], runs[floor]), "%.2f×"},
 		{"group commit ÷ round trips", ratios(runs[batched], runs[rtt]), "%.2f×"},
+		{"jobs/s, http handler (local server answering 204), one job per round trip", runs[httpNoop], "%.0f"},
+		{"jobs/s, http handler, group commit", runs[httpBatched], "%.0f"},
+		{"jobs/s, exec handler (`true`), one job per round trip", runs[execNoop], "%.1f"},
+		{"jobs/s, exec handler, group commit", runs[execBatched], "%.1f"},
+		{"http ÷ exec, one job per round trip", ratios(runs[httpNoop], runs[execNoop]), "%.0f×"},
+		{"http ÷ exec, group commit", ratios(runs[httpBatched], runs[execBatched]), "%.0f×"},
 	} {
 		s, err := summarize(r.xs)
 		if err != nil {

@@ -20,6 +20,18 @@ BenchmarkRedisRoundTrip-2       	    8000	    125000 ns/op	      8000 rtt/s
 BenchmarkStepFloor-2            	    8000	    125000 ns/op	      8000 jobs/s
 BenchmarkStepFloor-2            	   16000	     62500 ns/op	     16000 jobs/s
 BenchmarkStepFloor-2            	    4000	    250000 ns/op	      4000 jobs/s
+BenchmarkProcessNoopHTTP-2          	    4000	    250000 ns/op	      4000 jobs/s
+BenchmarkProcessNoopHTTP-2          	    3000	    333333 ns/op	      3000 jobs/s
+BenchmarkProcessNoopHTTP-2          	    5000	    200000 ns/op	      5000 jobs/s
+BenchmarkProcessNoopHTTPBatched-2   	    8000	    125000 ns/op	      8000 jobs/s
+BenchmarkProcessNoopHTTPBatched-2   	    6000	    166666 ns/op	      6000 jobs/s
+BenchmarkProcessNoopHTTPBatched-2   	    9000	    111111 ns/op	      9000 jobs/s
+BenchmarkProcessNoopExec-2          	      20	  50000000 ns/op	        20.00 jobs/s
+BenchmarkProcessNoopExec-2          	      25	  40000000 ns/op	        25.00 jobs/s
+BenchmarkProcessNoopExec-2          	      10	 100000000 ns/op	        10.00 jobs/s
+BenchmarkProcessNoopExecBatched-2   	      20	  50000000 ns/op	        20.00 jobs/s
+BenchmarkProcessNoopExecBatched-2   	      30	  33333333 ns/op	        30.00 jobs/s
+BenchmarkProcessNoopExecBatched-2   	      40	  25000000 ns/op	        40.00 jobs/s
 PASS
 `
 
@@ -41,6 +53,11 @@ func TestTable(t *testing.T) {
 		// 0.80, 0.80, 0.50 and 0.625, 0.375, 1.00
 		"| floor ÷ round trips | 0.80× | 0.50×–0.80× | 3 |",
 		"| one job per round trip ÷ floor | 0.62× | 0.38×–1.00× | 3 |",
+		"| jobs/s, http handler (local server answering 204), one job per round trip | 4000 | 3000–5000 | 3 |",
+		"| jobs/s, exec handler (`true`), one job per round trip | 20.0 | 10.0–25.0 | 3 |",
+		// 200, 120, 500 and 400, 200, 225
+		"| http ÷ exec, one job per round trip | 200× | 120×–500× | 3 |",
+		"| http ÷ exec, group commit | 225× | 200×–400× | 3 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -49,7 +66,7 @@ func TestTable(t *testing.T) {
 }
 
 func TestMissingBenchmark(t *testing.T) {
-	for _, name := range []string{"RedisRoundTrip", "StepFloor"} {
+	for _, name := range []string{"RedisRoundTrip", "StepFloor", "ProcessNoopExecBatched"} {
 		in := strings.ReplaceAll(sample, "Benchmark"+name, "BenchmarkOther")
 		var out bytes.Buffer
 		err := run(strings.NewReader(in), &out, &bytes.Buffer{})
