@@ -7,18 +7,24 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backend"
-	"github.com/lockworker/lockworker/internal/config"
 )
 
 // oneShotTimeout bounds a command-line call (status, enqueue, ...) to Redis.
 const oneShotTimeout = 5 * time.Second
 
-// oneShot opens the backend for a command-line call, with a context
-// bounded by oneShotTimeout; done releases both. Keys of an older
-// lockworker are moved first (backend.Migrate), so the command reads and
-// writes what the daemons use. go-redis's own log lines are dropped: the
-// command reports its error itself.
-func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.Context, func(), error) {
+// oneShot loads the configuration and opens the backend for a
+// command-line call, with a context bounded by oneShotTimeout; done
+// releases both. Redis must answer first (backend.Reach), so a Redis
+// that is down is named as such ("cannot reach Redis at ... (REDIS_URLS):
+// connection refused") rather than by whichever command met it first.
+// Keys of an older lockworker are moved next (backend.Migrate), so the
+// command reads and writes what the daemons use. go-redis's own log lines
+// are dropped: the command reports its error itself.
+func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend, context.Context, func(), error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	redis.SetLogger(backend.RedisLogger(nil))
 	// A command holds no lease: it can wait for a slow Redis longer than a
 	// replica may, up to the bound configuration allows (LOCK_TTL/3).
@@ -29,6 +35,10 @@ func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.
 	}
 	ctx, cancel := context.WithTimeout(ctx, oneShotTimeout)
 	done := func() { cancel(); _ = b.Close() }
+	if err := b.Reach(ctx, cfg.RedisNodeTimeout); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
 	if _, err := b.Migrate(ctx); err != nil {
 		done()
 		return nil, nil, nil, err
