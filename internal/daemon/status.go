@@ -9,11 +9,12 @@ import (
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/metrics"
+	"github.com/lockworker/lockworker/internal/redislock"
 )
 
-// statusQueueTimeout bounds the queue read behind /status and /metrics, so
-// a Redis that is down or slow never makes them (and the probes and scrapes
-// built on them) hang.
+// statusQueueTimeout bounds the lock and queue reads behind /status and
+// /metrics, so a Redis that is down or slow never makes them (and the
+// probes and scrapes built on them) hang.
 const statusQueueTimeout = 250 * time.Millisecond
 
 func (d *Daemon) newServer() error {
@@ -41,14 +42,19 @@ func (d *Daemon) newServer() error {
 	return nil
 }
 
-// status is GET /status: this replica's view, and the fleet-wide queue
-// figures when Redis answers in time.
+// status is GET /status: this replica's view, and who holds the lock and
+// the fleet-wide queue figures when Redis answers in time.
 func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	s := d.leader.Status()
 	st := httpapi.Status{
 		WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Leader: s.Leader, Token: s.Token,
 		LockKey: d.be.LockKey, LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: d.be.Mode(),
 		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
+	}
+	if h, err := d.holder(ctx); err != nil {
+		st.Holder = &httpapi.Holder{Error: "unavailable"}
+	} else {
+		st.Holder = &httpapi.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
 	}
 	q, err := d.stats(ctx)
 	if err != nil {
@@ -69,6 +75,13 @@ func (d *Daemon) queueFigures(ctx context.Context) (metrics.QueueFigures, error)
 	s, err := d.stats(ctx)
 	return metrics.QueueFigures{Pending: s.Pending, Committed: s.Committed, DeadLettered: s.DeadLettered, Epoch: s.Epoch,
 		Paused: s.Paused, OldestAge: s.OldestAge}, err
+}
+
+// holder reads who holds the lock within statusQueueTimeout.
+func (d *Daemon) holder(ctx context.Context) (redislock.Holder, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	return d.be.Locker.Holder(ctx)
 }
 
 // stats reads the queue's figures within statusQueueTimeout.
