@@ -97,7 +97,7 @@ func explain(err error) string {
 		redis.HasErrorPrefix(err, "Client sent AUTH"), redis.HasErrorPrefix(err, "AUTH "):
 		hint = " (check the user and password in the URL)"
 	case redis.IsPermissionError(err):
-		hint = " (the user lacks a permission; see the README's ACL line)"
+		hint = " (the user lacks a permission; see the ACL line in docs/operations.md)"
 	case redis.HasErrorPrefix(err, "DB index is out of range"):
 		hint = " (check the database number at the end of the URL)"
 	case errors.Is(err, errPlainServer):

@@ -78,7 +78,7 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 	}
 	// A pipeline has no EVAL fallback: when Redis lacks the script (a new
 	// or restarted server) send the step again with its body, which also
-	// caches it (no SCRIPT LOAD, which the README's ACL user lacks).
+	// caches it (no SCRIPT LOAD, which the ACL user of docs/operations.md lacks).
 	if exec(stepScript.EvalSha); redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
 		exec(stepScript.Eval)
 	}
