@@ -9,7 +9,6 @@ import (
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/metrics"
-	"github.com/lockworker/lockworker/internal/redislock"
 )
 
 // statusQueueTimeout bounds the lock and queue reads behind /status and
@@ -43,7 +42,9 @@ func (d *Daemon) newServer() error {
 }
 
 // status is GET /status: this replica's view, and who holds the lock and
-// the fleet-wide queue figures when Redis answers in time.
+// the fleet-wide queue figures when Redis answers in time. The two reads
+// run side by side, so a Redis that does not answer delays the answer by
+// statusQueueTimeout once, not twice.
 func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	s := d.leader.Status()
 	st := httpapi.Status{
@@ -51,12 +52,10 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		LockKey: d.be.LockKey, LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: d.be.Mode(),
 		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
 	}
-	if h, err := d.holder(ctx); err != nil {
-		st.Holder = &httpapi.Holder{Error: "unavailable"}
-	} else {
-		st.Holder = &httpapi.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
-	}
+	holder := make(chan *httpapi.Holder, 1)
+	go func() { holder <- d.holder(ctx) }()
 	q, err := d.stats(ctx)
+	st.Holder = <-holder
 	if err != nil {
 		st.Queue = &httpapi.Queue{Error: "unavailable"}
 	} else {
@@ -77,11 +76,15 @@ func (d *Daemon) queueFigures(ctx context.Context) (metrics.QueueFigures, error)
 		Paused: s.Paused, OldestAge: s.OldestAge}, err
 }
 
-// holder reads who holds the lock within statusQueueTimeout.
-func (d *Daemon) holder(ctx context.Context) (redislock.Holder, error) {
+// holder reads who holds the lock within statusQueueTimeout, for /status.
+func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
-	return d.be.Locker.Holder(ctx)
+	h, err := d.be.Locker.Holder(ctx)
+	if err != nil {
+		return &httpapi.Holder{Error: "unavailable"}
+	}
+	return &httpapi.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
 }
 
 // stats reads the queue's figures within statusQueueTimeout.
