@@ -6,8 +6,14 @@ BIN         ?= bin/lockworker
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Static, as the Dockerfile builds it.
 BUILD_FLAGS ?= -trimpath -ldflags='-s -w'
+# The Go modules: the daemon's, the bench's (its peers stay out of the
+# daemon's go.mod) and the alert rules' tests (Prometheus's code likewise).
+MODULES     := . bench deploy/prometheus
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server chromium promtool compose-check compose-e2e clean
+# bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
+export PATH := $(CURDIR)/bin:$(PATH)
+
+.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -22,13 +28,25 @@ run: build
 demo: redis-server build
 	./$(BIN) demo
 
-## test: everything, with the race detector, against real redis-server
-## processes, a real (headless) chromium for the dashboard and promtool for
-## the alert rules; the bench module's own tests too, so the benchmarks
-## cannot rot.
-test: redis-server chromium promtool
-	$(GO) test -race -count=1 ./...
-	cd bench && $(GO) test -race -count=1 ./...
+## test: every module's tests: the daemon's and the bench's with the race
+## detector, against real redis-server processes and a real (headless)
+## chromium for the dashboard; the alert rules' with Prometheus's own code
+## (deploy/prometheus, without -race: it runs Prometheus's code over three
+## files, and -race would double the first build of its ~700 packages).
+## Installs redis-tools and chromium when missing, saying so first
+## (.ci/apt-install). Runs every module even when one fails, and fails at
+## the end, naming them.
+test:
+	@.ci/apt-install redis-server chromium
+	@start=$$(date +%s); failed=; \
+	for m in $(MODULES); do \
+		race=-race; [ $$m = deploy/prometheus ] && race=; \
+		echo "== $$m: go test $$race -count=1 ./..."; \
+		(cd $$m && $(GO) test $$race -count=1 ./...) || failed="$$failed $$m"; \
+	done; \
+	took=$$(( $$(date +%s) - start )); took="$$((took / 60))m$$((took % 60))s"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED in$$failed after $$took (see the FAIL lines above)"; exit 1; fi; \
+	echo "make test: every module passed ($(MODULES)) in $$took"
 
 ## bench: lockworker's lock against bsm/redislock and redsync, and the idle
 ## cost of a leader and a follower (about 3 minutes; BENCH_FLAGS=-idle=10s
@@ -65,52 +83,27 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 vet:
-	$(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "== $$m: go vet ./..."; (cd $$m && $(GO) vet ./...); done
 
 lint:
-	$(GO) run $(STATICCHECK) ./...
-	cd bench && $(GO) run $(STATICCHECK) ./...
+	@set -e; for m in $(MODULES); do echo "== $$m: staticcheck ./..."; (cd $$m && $(GO) run $(STATICCHECK) ./...); done
 
-## redis-server: installed from Debian's packages when missing.
+## redis-server, chromium: installed from Debian's packages when missing,
+## with --no-install-recommends, after saying so; nothing installed starts a
+## service. redis-server comes from redis-tools (the package redis-server
+## would also start a Redis on port 6379), as bin/redis-server. A package
+## manager that holds its lock is waited for, up to APT_LOCK_WAIT seconds
+## (300). See .ci/apt-install.
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "redis-server is missing: installing it (apt-get install -y redis-server)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
-		command -v redis-server >/dev/null 2>&1 || { echo "could not install redis-server"; exit 1; }; \
-	}
+	@.ci/apt-install redis-server
 
-## chromium: Debian's headless browser for the dashboard's browser tests,
-## installed when missing (no browser is ever downloaded).
 chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-		echo "chromium is missing: installing it (apt-get install -y chromium)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
-		command -v chromium >/dev/null 2>&1 || { echo "could not install chromium"; exit 1; }; \
-	}
-
-## promtool: Debian's Prometheus tools, to check deploy/prometheus/alerts.yml
-## and run its unit tests; installed when missing (package prometheus, which
-## on a systemd host also enables a Prometheus service on :9090:
-## `systemctl disable --now prometheus` if you do not want it).
-promtool:
-	@command -v promtool >/dev/null 2>&1 || { \
-		echo "promtool is missing: installing it (apt-get install -y prometheus)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
-		command -v promtool >/dev/null 2>&1 || { echo "could not install promtool"; exit 1; }; \
-	}
+	@.ci/apt-install chromium
 
 ## compose-check: both compose files through Debian's docker-compose
-## `config` (no Docker engine needed); installed when missing.
+## `config` (no Docker engine needed, none installed); installed when missing.
 compose-check:
-	@command -v docker-compose >/dev/null 2>&1 || { \
-		echo "docker-compose is missing: installing it (apt-get install -y docker-compose)"; \
-		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq docker-compose >/dev/null; \
-	}
+	@.ci/apt-install docker-compose
 	docker-compose -f docker-compose.yml config -q
 	docker-compose -f deploy/docker-compose.redlock.yml config -q
 	@echo "compose files: valid"

@@ -4,14 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"maps"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,32 +24,13 @@ const (
 	grafanaFile    = "grafana/lockworker.json"
 )
 
-// promtool finds Debian's promtool (package prometheus; `make test`
-// installs it), or skips saying how to get it.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool is not installed, so the alert rules are not checked: apt-get install -y prometheus (make test does)")
-	}
-	return p
-}
-
-// TestAlertRules: promtool accepts the rules, and its unit tests show each
-// alert firing when it should and not in a healthy fleet.
-func TestAlertRules(t *testing.T) {
-	bin := promtool(t)
-	for _, args := range [][]string{{"check", "rules", alertsFile}, {"test", "rules", alertTestsFile}} {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir = "."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-}
+// The rules' syntax, their unit tests (alerts_test.yml) and the Grafana
+// queries' syntax are checked with Prometheus's own code in
+// deploy/prometheus, a Go module of its own; these tests need only
+// lockworker's metrics.
 
 // TestAlertTestsCoverEveryAlert: each alert of alerts.yml is expected to
-// fire in at least one promtool unit test.
+// fire in at least one unit test of alerts_test.yml.
 func TestAlertTestsCoverEveryAlert(t *testing.T) {
 	fired := map[string]bool{}
 	var tests struct {
@@ -77,7 +53,7 @@ func TestAlertTestsCoverEveryAlert(t *testing.T) {
 	}
 	for _, r := range alertRules(t) {
 		if !fired[r.Alert] {
-			t.Errorf("no promtool test expects %s to fire", r.Alert)
+			t.Errorf("no test of %s expects %s to fire", alertTestsFile, r.Alert)
 		}
 	}
 }
@@ -193,35 +169,6 @@ func TestAlertsAndGrafanaUseRealMetrics(t *testing.T) {
 		for _, e := range exprs {
 			check(grafanaFile+" panel "+title, e)
 		}
-	}
-}
-
-// TestGrafanaQueriesParse: promtool parses every query of the Grafana
-// dashboard (as recording rules, with Grafana's $__rate_interval filled
-// in).
-func TestGrafanaQueriesParse(t *testing.T) {
-	bin := promtool(t)
-	type rec struct {
-		Record string `yaml:"record"`
-		Expr   string `yaml:"expr"`
-	}
-	var rules []rec
-	exprs := grafanaExprs(t)
-	for i, title := range slices.Sorted(maps.Keys(exprs)) {
-		for j, e := range exprs[title] {
-			rules = append(rules, rec{Record: fmt.Sprintf("grafana:panel%d_%d", i, j), Expr: strings.ReplaceAll(e, "$__rate_interval", "5m")})
-		}
-	}
-	body, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "grafana", "rules": rules}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "grafana_rules.yml")
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bin, "check", "rules", path).CombinedOutput(); err != nil {
-		t.Errorf("promtool does not parse the Grafana queries: %v\n%s", err, out)
 	}
 }
 

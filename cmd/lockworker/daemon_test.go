@@ -18,7 +18,8 @@ import (
 )
 
 // TestHandoverAndFailover is the product in one test: two replicas, exactly
-// one leads; SIGTERM hands over; kill -9 fails over after the lease.
+// one leads, and a follower's /status names it; SIGTERM hands over; kill -9
+// fails over after the lease.
 func TestHandoverAndFailover(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
@@ -45,6 +46,8 @@ func TestHandoverAndFailover(t *testing.T) {
 	if first == b {
 		second = a
 	}
+	// The follower's /status names the leader and its token, from the lock.
+	poll.Until(t, 5*time.Second, "the follower's /status naming the leader", func() bool { return second.namesLeader(first) })
 
 	// Graceful: SIGTERM, exit 0, the other leads with a higher token.
 	first.signal(syscall.SIGTERM)
@@ -75,6 +78,7 @@ func TestHandoverAndFailover(t *testing.T) {
 		s, ok := c.status()
 		return ok && s.State == "waiting_to_acquire_lock"
 	})
+	poll.Until(t, 5*time.Second, "the third's /status naming the leader", func() bool { return c.namesLeader(second) })
 	second.signal(syscall.SIGKILL)
 	limit := 2*time.Second + 500*time.Millisecond // LOCK_TTL + RETRY_INTERVAL
 	took = poll.Until(t, limit+time.Second, "failover after kill -9", func() bool { return len(leaders(c)) == 1 })

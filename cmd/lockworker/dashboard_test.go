@@ -181,7 +181,7 @@ func TestDashboardFleet(t *testing.T) {
 		browsertest.Visible(`#fleet-body tr[data-worker="worker-4"]`),
 	)
 	p.Eval(t, `document.getElementById('toasts').replaceChildren(); 'ok'`)
-	p.Screenshot(t, "") // the README's: three replicas, a handover and a step-down in the history
+	p.Screenshot(t, "") // docs/dashboard.md's: three replicas, a handover and a step-down in the history
 
 	noSecrets(t, p, w3, env)
 	if errs := p.ConsoleErrors(); len(errs) > 0 {

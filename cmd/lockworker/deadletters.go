@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"github.com/lockworker/lockworker/internal/config"
 )
 
 // deadLetterReport is one line of `lockworker deadletters --json`.
@@ -22,22 +20,29 @@ type deadLetterReport struct {
 	Payload  string    `json:"payload"`
 }
 
+const deadLettersUsage = `usage: lockworker deadletters [--n N] [--json]
+
+Lists the jobs that failed JOB_MAX_ATTEMPTS times and left the queue,
+newest first: each one's ID, attempts, when it gave up, the fencing token
+of the leader that gave up and its last error (the end of an exec
+command's stderr). lockworker requeue ID puts one back.
+  --n N   show at most N (default 20; 0 for all)
+  --json  print JSON, with the payloads
+
+` + redisSettings
+
 // runDeadLetters lists dead letters, most recent first, straight from Redis.
-func runDeadLetters(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+func runDeadLetters(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("deadletters", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON, payloads included")
 	limit := fs.Int64("n", 20, "show at most n, 0 for all")
-	const usage = "usage: lockworker deadletters [--n N] [--json]"
-	if help, err := parseFlags(fs, args, usage, stdout); help || err != nil {
+	if help, err := noArgs(fs, args, deadLettersUsage, stdout); help || err != nil {
 		return err
 	}
 	if *limit < 0 {
-		return usageError("deadletters: --n must be 0 (all) or more, got %d (%s)", *limit, usage)
+		return usageError("deadletters", "--n must be 0 (all) or more, got %d", *limit)
 	}
-	if fs.NArg() > 0 {
-		return usageError("deadletters: unexpected arguments %q (%s)", fs.Args(), usage)
-	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,21 +90,5 @@ func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
 	})
 	if !strings.Contains(w.out.String(), "job interrupted") {
 		t.Fatalf("no \"job interrupted\" in the log:\n%s", w.out.String())
-	}
-}
-
-// TestSubcommandHelp: -h prints the subcommand's usage and succeeds; an
-// unknown flag is a usage error (exit 2).
-func TestSubcommandHelp(t *testing.T) {
-	for _, cmd := range []string{"graph", "status", "deadletters", "demo", "enqueue", "requeue", "epoch"} {
-		var out strings.Builder
-		if err := runCLI(t, []string{cmd, "-h"}, nil, &out); err != nil || !strings.Contains(out.String(), "usage: lockworker "+cmd) {
-			t.Errorf("%s -h: %v\n%s", cmd, err, out.String())
-		}
-		err := runCLI(t, []string{cmd, "--no-such-flag"}, nil, &out)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != 2 {
-			t.Errorf("%s --no-such-flag: %v; want exit code 2", cmd, err)
-		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/lines"
 )
@@ -25,25 +24,31 @@ that starts with a dash.
 With --lines, adds one job per line of stdin, all or none, in order, and
 prints their IDs in the same order, one per line. Lines end with \n or
 \r\n; empty lines are skipped. At most 1000 jobs, 1 MiB per line and
-8 MiB in all: a bad line is named by its number and nothing is enqueued.`
+8 MiB in all: a bad line is named by its number and nothing is enqueued.
+
+An enqueued job waits in Redis until the leader takes it; nothing needs
+to be running now. For HTTP, a replica's POST /jobs does the same (with
+JOBS_TOKEN).
+
+` + redisSettings
 
 // runEnqueue adds one job (the arguments joined by spaces, or stdin when
 // there are none), or with --lines one job per line of stdin. It prints
 // the IDs.
-func runEnqueue(ctx context.Context, cfg config.Config, args []string, in io.Reader, stdout io.Writer) error {
+func runEnqueue(ctx context.Context, getenv func(string) string, args []string, in io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
 	perLine := fs.Bool("lines", false, "one job per line of stdin")
 	if help, err := parseFlags(fs, args, enqueueUsage, stdout); help || err != nil {
 		return err
 	}
 	if *perLine {
-		return enqueueLines(ctx, cfg, fs.Args(), in, stdout)
+		return enqueueLines(ctx, getenv, fs.Args(), in, stdout)
 	}
 	payload, err := readPayload(fs.Args(), in)
 	if err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -58,19 +63,19 @@ func runEnqueue(ctx context.Context, cfg config.Config, args []string, in io.Rea
 
 // enqueueLines is enqueue --lines: the whole of stdin is read and checked
 // before Redis is dialled, so a bad line enqueues nothing.
-func enqueueLines(ctx context.Context, cfg config.Config, args []string, in io.Reader, stdout io.Writer) error {
+func enqueueLines(ctx context.Context, getenv func(string) string, args []string, in io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
-		return usageError("enqueue: --lines reads the jobs from stdin and takes no arguments\n%s", enqueueUsage)
+		return usageError("enqueue", "--lines reads the jobs from stdin and takes no arguments")
 	}
 	payloads, err := lines.Read(in, lines.Limits{MaxBytes: jobs.MaxBatchBytes, MaxLines: jobs.MaxBatch, MaxLineBytes: jobs.MaxPayload}, nil)
 	var bad *lines.Error
 	switch {
 	case errors.As(err, &bad):
-		return usageError("enqueue: %v; nothing enqueued", bad)
+		return inputError("enqueue: %v; nothing enqueued", bad)
 	case err != nil:
 		return fmt.Errorf("enqueue: %w", err)
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -104,9 +109,9 @@ func readPayload(args []string, in io.Reader) ([]byte, error) {
 	}
 	switch {
 	case len(payload) == 0:
-		return nil, usageError("enqueue: no payload\n%s", enqueueUsage)
+		return nil, usageError("enqueue", "no payload: give it as arguments or on stdin")
 	case len(payload) > jobs.MaxPayload:
-		return nil, usageError("enqueue: payload larger than 1 MiB (%d bytes)", jobs.MaxPayload)
+		return nil, inputError("enqueue: payload larger than 1 MiB (%d bytes)", jobs.MaxPayload)
 	}
 	return payload, nil
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"github.com/lockworker/lockworker/internal/config"
 )
 
 // historyReport is one line of `lockworker history --json`.
@@ -22,23 +20,31 @@ type historyReport struct {
 	HandoverMs       *int64    `json:"handoverMs,omitempty"`
 }
 
+const historyUsage = `usage: lockworker history [--n N] [--json]
+
+Lists the last leaderships, newest first, from the capped stream beside
+the lock: each one's fencing token, worker ID and start (on the Redis
+server's clock), how the leadership before it ended (released,
+stepped_down, fenced or lease_expired) and, after a release, the handover
+time between the two.
+  --n N   show at most N leaderships (default 20; 0 for all)
+  --json  print JSON
+
+` + redisSettings
+
 // runHistory lists leaderships, newest first, with how each one's
 // predecessor ended, straight from Redis.
-func runHistory(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+func runHistory(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("history", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int64("n", 20, "show at most n, 0 for all")
-	const usage = "usage: lockworker history [--n N] [--json]"
-	if help, err := parseFlags(fs, args, usage, stdout); help || err != nil {
+	if help, err := noArgs(fs, args, historyUsage, stdout); help || err != nil {
 		return err
 	}
 	if *limit < 0 {
-		return usageError("history: --n must be 0 (all) or more, got %d (%s)", *limit, usage)
+		return usageError("history", "--n must be 0 (all) or more, got %d", *limit)
 	}
-	if fs.NArg() > 0 {
-		return usageError("history: unexpected arguments %q (%s)", fs.Args(), usage)
-	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}

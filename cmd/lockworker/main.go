@@ -1,5 +1,6 @@
 // Command lockworker runs one replica of a leader-elected worker fleet that
-// shares a lock in Redis. See the README for the commands and settings.
+// shares a lock in Redis. See the README for the commands and settings,
+// and docs/ for the rest.
 package main
 
 import (

@@ -7,18 +7,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backend"
-	"github.com/lockworker/lockworker/internal/config"
 )
 
 // oneShotTimeout bounds a command-line call (status, enqueue, ...) to Redis.
 const oneShotTimeout = 5 * time.Second
 
-// oneShot opens the backend for a command-line call, with a context
-// bounded by oneShotTimeout; done releases both. The first node is asked
-// for a PING first, so a Redis that cannot be reached is named at once.
+// oneShot loads the configuration and opens the backend for a
+// command-line call, with a context bounded by oneShotTimeout; done
+// releases both. Redis must answer first (backend.Reach), so a Redis
+// that is down is named as such ("cannot reach Redis at ... (REDIS_URLS):
+// connection refused") rather than by whichever command met it first.
 // go-redis's own log lines are dropped: the command reports its error
 // itself.
-func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.Context, func(), error) {
+func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend, context.Context, func(), error) {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	redis.SetLogger(backend.RedisLogger(nil))
 	// A command holds no lease: it can wait for a slow Redis longer than a
 	// replica may, up to the bound configuration allows (LOCK_TTL/3).
@@ -29,7 +34,7 @@ func oneShot(ctx context.Context, cfg config.Config) (*backend.Backend, context.
 	}
 	ctx, cancel := context.WithTimeout(ctx, oneShotTimeout)
 	done := func() { cancel(); _ = b.Close() }
-	if err := b.Ping(ctx); err != nil {
+	if err := b.Reach(ctx, cfg.RedisNodeTimeout); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

@@ -2,21 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/lockworker/lockworker/internal/config"
 )
+
+const stepDownUsage = `usage: lockworker stepdown
+
+Asks the leader to step down, through Redis (no replica's HTTP port is
+needed): the replica that leads with the current fencing token stops its
+work, releases the lock with its release notice and stays out for twice
+RETRY_INTERVAL, so another replica takes over within milliseconds. It
+waits for that replica and prints who leads now, with its token and how
+long it took. Exit 1 when nobody leads, or when the leader did not let go
+within 5 s.
+
+` + redisSettings
 
 // runStepDown asks the current leader to step down, through Redis (no
 // daemon's HTTP port needed), and waits for another replica to lead.
-func runStepDown(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
-	if err := noArgs("stepdown", "usage: lockworker stepdown", args, stdout); err != nil {
-		return orHelp(err)
+func runStepDown(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
+	if help, err := noArgs(flag.NewFlagSet("stepdown", flag.ContinueOnError), args, stepDownUsage, stdout); help || err != nil {
+		return err
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -35,13 +44,23 @@ func runStepDown(ctx context.Context, cfg config.Config, args []string, stdout i
 	return err
 }
 
+const pauseUsage = `usage: lockworker pause
+
+Pauses the job queue for the whole fleet: the leader keeps the lock and
+finishes the job in flight (with group commit, the rest of its batch),
+then takes no new job until lockworker resume. Jobs can still be
+enqueued. status, /status, the dashboard and the metric
+lockworker_queue_paused show the pause.
+
+` + redisSettings
+
 // runPause stops the leader from taking new jobs, fleet-wide; it keeps
 // the lock, and the job in flight finishes.
-func runPause(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
-	if err := noArgs("pause", "usage: lockworker pause", args, stdout); err != nil {
-		return orHelp(err)
+func runPause(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
+	if help, err := noArgs(flag.NewFlagSet("pause", flag.ContinueOnError), args, pauseUsage, stdout); help || err != nil {
+		return err
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -53,12 +72,19 @@ func runPause(ctx context.Context, cfg config.Config, args []string, stdout io.W
 	return err
 }
 
+const resumeUsage = `usage: lockworker resume
+
+Lifts a pause (lockworker pause): the leader is woken at once and takes
+the next job. Resuming a queue that is not paused changes nothing.
+
+` + redisSettings
+
 // runResume lifts a pause.
-func runResume(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
-	if err := noArgs("resume", "usage: lockworker resume", args, stdout); err != nil {
-		return orHelp(err)
+func runResume(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
+	if help, err := noArgs(flag.NewFlagSet("resume", flag.ContinueOnError), args, resumeUsage, stdout); help || err != nil {
+		return err
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -68,29 +94,4 @@ func runResume(ctx context.Context, cfg config.Config, args []string, stdout io.
 	}
 	_, err = fmt.Fprintln(stdout, "queue resumed")
 	return err
-}
-
-// errHelp says -h was handled: the command prints nothing more.
-var errHelp = errors.New("help printed")
-
-func orHelp(err error) error {
-	if errors.Is(err, errHelp) {
-		return nil
-	}
-	return err
-}
-
-// noArgs parses a command that takes no arguments, only -h.
-func noArgs(name, usage string, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	help, err := parseFlags(fs, args, usage, stdout)
-	switch {
-	case err != nil:
-		return err
-	case help:
-		return errHelp
-	case fs.NArg() > 0:
-		return usageError("%s: unexpected arguments %q (%s)", name, fs.Args(), usage)
-	}
-	return nil
 }

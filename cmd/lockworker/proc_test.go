@@ -131,6 +131,19 @@ type status struct {
 	Token    int64  `json:"token"`
 	LockKey  string `json:"lockKey"`
 	Mode     string `json:"mode"`
+	Holder   struct {
+		Held     bool   `json:"held"`
+		WorkerID string `json:"workerId"`
+		Token    int64  `json:"token"`
+	} `json:"holder"`
+}
+
+// namesLeader says w's /status names leader, with its token, as the
+// lock's holder.
+func (w *worker) namesLeader(leader *worker) bool {
+	s, ok := w.status()
+	l, lok := leader.status()
+	return ok && lok && l.Leader && s.Holder.Held && s.Holder.WorkerID == leader.name && s.Holder.Token == l.Token
 }
 
 // status returns the worker's /status, or ok=false if it does not answer.

@@ -6,23 +6,29 @@ import (
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/lockworker/lockworker/internal/config"
 )
+
+const requeueUsage = `usage: lockworker requeue ID [ID...]
+
+Moves dead letters (lockworker deadletters lists their IDs) back to the
+tail of the queue, each as a new job with a new ID and a fresh count of
+attempts, and prints "old-id -> new-id" for each. An ID that is no dead
+letter is an error; the others are still moved.
+
+` + redisSettings
 
 // runRequeue moves dead letters back to the tail of the queue, each as a
 // new job; it prints "old-id -> new-id" per job.
-func runRequeue(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
-	const usage = "usage: lockworker requeue ID [ID...] (list them with lockworker deadletters)"
+func runRequeue(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("requeue", flag.ContinueOnError)
-	if help, err := parseFlags(fs, args, usage, stdout); help || err != nil {
+	if help, err := parseFlags(fs, args, requeueUsage, stdout); help || err != nil {
 		return err
 	}
 	args = fs.Args()
 	if len(args) == 0 {
-		return usageError("requeue: no job ID (%s)", usage)
+		return usageError("requeue", "no job ID")
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}

@@ -56,21 +56,22 @@ func TestPermanentRedisErrorsExitTwo(t *testing.T) {
 }
 
 // TestCLIReportsRedisErrorsItself: a one-shot command that cannot reach
-// Redis prints its own error, naming the node, and none of go-redis's
-// log lines.
+// Redis says so in one line of its own, naming the node and REDIS_URLS,
+// and prints none of go-redis's log lines.
 func TestCLIReportsRedisErrorsItself(t *testing.T) {
-	down := "redis://127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	for _, args := range [][]string{{"status"}, {"enqueue", "x"}, {"epoch"}, {"deadletters"}, {"requeue", "X"}} {
+	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	want := "lockworker: cannot reach Redis at " + addr + " (REDIS_URLS): connection refused"
+	for _, args := range [][]string{{"status"}, {"history"}, {"enqueue", "x"}, {"epoch"}, {"deadletters"},
+		{"requeue", "X"}, {"stepdown"}, {"pause"}, {"resume"}} {
 		cmd := exec.Command(binary, args...)
-		cmd.Env = fastEnv(down)
+		cmd.Env = fastEnv("redis://" + addr)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Errorf("%v: %v; want exit code 1\n%s", args, err, out)
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) != 1 || !strings.HasPrefix(lines[0], "lockworker: ") || !strings.Contains(lines[0], "connection refused") {
-			t.Errorf("%v printed, want one line of its own:\n%s", args, out)
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("%v printed\n%s\nwant\n%s", args, got, want)
 		}
 	}
 }

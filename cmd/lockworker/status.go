@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/roster"
 )
@@ -30,15 +29,28 @@ type statusReport struct {
 	Replicas []roster.Record `json:"replicas"`
 }
 
+const statusUsage = `usage: lockworker status [--json]
+
+Reads the lock, the queue and the fleet registry straight from Redis and
+prints the mode, which replica leads (its worker ID, fencing token and
+lease left), the fencing epoch, whether the queue is paused, the pending,
+committed and dead-lettered jobs and how long the oldest pending one has
+waited; then a table of the live replicas (state, token, since, host,
+pid, version, jobs done, last error). The lock's secret value is never
+shown.
+  --json  the same as one JSON object
+
+` + redisSettings
+
 // runStatus reads the lock, the queue and the fleet registry straight from
 // Redis; it needs no running daemon and shows no lock value.
-func runStatus(ctx context.Context, cfg config.Config, args []string, stdout io.Writer) error {
+func runStatus(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if help, err := parseFlags(fs, args, "usage: lockworker status [--json]", stdout); help || err != nil {
+	if help, err := noArgs(fs, args, statusUsage, stdout); help || err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, cfg)
+	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@
 //
 // Probe tells a refusal no retry can change (Permanent: credentials,
 // permissions, database index, TLS) from a Redis that is merely not up yet.
+// Reach, for the one-shot commands, which have no retry loop, also names
+// each node that did not answer at all (an UnreachableError).
 //
 // Not guaranteed: that Redis is reachable; Open does not dial, the first
 // command does. After a failover the first commands may fail (MOVED,

@@ -23,6 +23,18 @@ import (
 // host:port, never its password. Anything else (connection refused, a
 // timeout) is left to the callers' retries: Redis may not be up yet.
 func (b *Backend) Probe(ctx context.Context, timeout time.Duration) error {
+	errs := b.ping(ctx, timeout)
+	for i, err := range errs {
+		errs[i] = b.refusal(i, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ping asks every node for a PING, in parallel, each within timeout, and
+// returns each node's error by index (nil for an answer). A rediss:// node
+// that fails with something else than a refusal and answers plain RESP
+// gets errPlainServer.
+func (b *Backend) ping(ctx context.Context, timeout time.Duration) []error {
 	errs := make([]error, len(b.Clients))
 	var wg sync.WaitGroup
 	for i, c := range b.Clients {
@@ -34,13 +46,19 @@ func (b *Backend) Probe(ctx context.Context, timeout time.Duration) error {
 			if err != nil && !Permanent(err) && node.tls && speaksPlain(ctx, node.addr) {
 				err = errPlainServer
 			}
-			if err != nil && Permanent(err) {
-				errs[i] = &config.Error{Var: "REDIS_URLS", Msg: fmt.Sprintf("URL %d (%s): %s", i+1, node.addr, explain(err))}
-			}
+			errs[i] = err
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
+}
+
+// refusal is node i's Permanent error as a *config.Error, else nil.
+func (b *Backend) refusal(i int, err error) error {
+	if err == nil || !Permanent(err) {
+		return nil
+	}
+	return &config.Error{Var: "REDIS_URLS", Msg: fmt.Sprintf("URL %d (%s): %s", i+1, b.probes[i].addr, explain(err))}
 }
 
 // errPlainServer is a rediss:// URL whose server answered plain RESP.
@@ -79,7 +97,7 @@ func explain(err error) string {
 		redis.HasErrorPrefix(err, "Client sent AUTH"), redis.HasErrorPrefix(err, "AUTH "):
 		hint = " (check the user and password in the URL)"
 	case redis.IsPermissionError(err):
-		hint = " (the user lacks a permission; see the README's ACL line)"
+		hint = " (the user lacks a permission; see the ACL line in docs/operations.md)"
 	case redis.HasErrorPrefix(err, "DB index is out of range"):
 		hint = " (check the database number at the end of the URL)"
 	case errors.Is(err, errPlainServer):

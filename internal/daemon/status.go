@@ -12,9 +12,9 @@ import (
 	"github.com/lockworker/lockworker/internal/metrics"
 )
 
-// statusQueueTimeout bounds the queue read behind /status and /metrics, so
-// a Redis that is down or slow never makes them (and the probes and scrapes
-// built on them) hang.
+// statusQueueTimeout bounds the lock and queue reads behind /status and
+// /metrics, so a Redis that is down or slow never makes them (and the
+// probes and scrapes built on them) hang.
 const statusQueueTimeout = 250 * time.Millisecond
 
 func (d *Daemon) newServer() error {
@@ -42,8 +42,10 @@ func (d *Daemon) newServer() error {
 	return nil
 }
 
-// status is GET /status: this replica's view, and the fleet-wide queue
-// figures when Redis answers in time.
+// status is GET /status: this replica's view, and who holds the lock and
+// the fleet-wide queue figures when Redis answers in time. The two reads
+// run side by side, so a Redis that does not answer delays the answer by
+// statusQueueTimeout once, not twice.
 func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	s := d.leader.Status()
 	st := httpapi.Status{
@@ -51,7 +53,10 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		LockKey: d.be.Keys.Key(), LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: string(d.be.Mode()),
 		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
 	}
+	holder := make(chan *httpapi.Holder, 1)
+	go func() { holder <- d.holder(ctx) }()
 	q, err := d.stats(ctx)
+	st.Holder = <-holder
 	if err != nil {
 		st.Queue = &httpapi.Queue{Error: "unavailable"}
 	} else {
@@ -63,6 +68,17 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	s := d.leader.Status()
 	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
+}
+
+// holder reads who holds the lock within statusQueueTimeout, for /status.
+func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	h, err := d.be.Locker.Holder(ctx)
+	if err != nil {
+		return &httpapi.Holder{Error: "unavailable"}
+	}
+	return &httpapi.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
 }
 
 // stats reads the queue's figures within statusQueueTimeout, for /status

@@ -90,7 +90,7 @@ func TestBrowser(t *testing.T) {
 	if got := p.Eval(t, `document.querySelector('#chart g.edge.taken-0').dataset.to`); got != "working" {
 		t.Errorf("the newest marked arrow goes to %q, want working", got)
 	}
-	p.Screenshot(t, "sample") // a sample fleet, nothing unlocked (the README's comes from cmd/lockworker's real fleet)
+	p.Screenshot(t, "sample") // a sample fleet, nothing unlocked (docs/dashboard.md's comes from cmd/lockworker's real fleet)
 
 	// A wrong token is refused and unlocks nothing.
 	p.Within(t, 5*time.Second, "entering a wrong token",

@@ -376,6 +376,6 @@ func TestSupervisorKilledLimit(t *testing.T) {
 		t.Fatal("the command outlived its supervisor")
 	}
 	if !alive(procs[1]) {
-		t.Fatal("the background child died too: the README's stated limit is wrong, update it")
+		t.Fatal("the background child died too: the stated limit (docs/queue.md) is wrong, update it")
 	}
 }

@@ -29,7 +29,22 @@ type Status struct {
 	Nodes     int    `json:"redisNodes"`
 	RedisOK   bool   `json:"redisOk"`
 	Version   string `json:"version"`
-	Queue     *Queue `json:"queue,omitempty"`
+	// Holder is who holds the lock, as Redis says (the lock value carries
+	// the holder's worker ID and token): on a follower, who leads.
+	Holder *Holder `json:"holder,omitempty"`
+	Queue  *Queue  `json:"queue,omitempty"`
+}
+
+// Holder is the lock as Redis holds it, in /status: Held false when it is
+// free, Error "unavailable" when Redis did not answer in time.
+type Holder struct {
+	Held     bool   `json:"held"`
+	WorkerID string `json:"workerId,omitempty"`
+	Token    int64  `json:"token,omitempty"`
+	// LeaseLeftMs is how long the holder keeps the lock if it does not
+	// renew (Redis's TTL of the key; with Redlock, of the quorum's keys).
+	LeaseLeftMs int64  `json:"leaseLeftMs,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Queue is the job queue's figures in /status, or, when they could not be

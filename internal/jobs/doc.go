@@ -120,7 +120,7 @@
 //     rejects tokens below the highest it has seen.
 //   - Durability beyond Redis's own: the queue is as durable as the Redis
 //     that holds it. Without AOF (appendfsync always) a Redis restart can
-//     lose jobs, commits and the epoch itself; see the README.
+//     lose jobs, commits and the epoch itself; see docs/safety.md.
 //   - Timeliness for an idle leader without notices: it is woken by
 //     Worker.Notify (enqueue notices), and otherwise looks for new jobs
 //     every PollInterval (jittered). A busy leader takes the next job at

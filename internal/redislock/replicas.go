@@ -88,9 +88,19 @@ func (r *replicaCount) invalidate() {
 //
 // It waits for at least MinReplicas acknowledgements even when fewer
 // replicas are online. With no replica and MinReplicas 0 it costs what it
-// did before: one EVALSHA, in one round trip. The replica count comes from ROLE, sent in the same round trip
-// whenever the cached count is older than replicaCountTTL; only when ROLE
-// finds more replicas than were waited for does a second WAIT follow.
+// did before: one EVALSHA, in one round trip.
+//
+// The replica count comes from ROLE, read again once the cached count is
+// older than replicaCountTTL. When the stale count is 0, ROLE rides in the
+// same round trip as the script, and only when it finds replicas does a
+// second WAIT follow. When the stale count names replicas, ROLE goes first,
+// in a round trip of its own: one of them may be gone, and WAIT for more
+// replicas than are connected blocks for its whole timeout, eating the
+// node timeout the rest of the attempt needs. (ROLE in that same round trip
+// did not help: when the WAIT's reply missed the deadline, go-redis marked
+// every command of the pipeline failed, ROLE's good answer included, so
+// the count was never corrected and, under load, every attempt waited for
+// the missing replica again.)
 func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string, args []any, wrote func([]int64) bool) ([]int64, error) {
 	online, fresh := l.replicas.get(l.now())
 	want := max(online, l.minReplicas)
@@ -103,7 +113,17 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	}
 	conn := m.Conn() // one connection: WAIT counts the acknowledgements of its own writes
 	defer func() { _ = conn.Close() }()
-	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, !fresh)
+	readRole := !fresh
+	if readRole && online > 0 {
+		n, err := onlineReplicas(conn.Do(ctx, "ROLE"))
+		if err != nil {
+			l.master.redirected(ctx) // not a master any more: a failover moved it
+			return nil, err
+		}
+		l.replicas.set(n, l.now())
+		want, readRole = max(n, l.minReplicas), false
+	}
+	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, readRole)
 	v, err := run.Int64Slice()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") { // not run: the replicas that count did not answer
 		l.replicas.invalidate()

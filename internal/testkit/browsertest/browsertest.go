@@ -15,7 +15,7 @@ import (
 )
 
 // ScreenshotEnv names a file Screenshot also writes its main screenshot
-// to (and its variants beside it), for the README.
+// to (and its variants beside it), for docs/dashboard.md.
 const ScreenshotEnv = "LOCKWORKER_SCREENSHOT"
 
 // Exec finds Debian's chromium, or skips the test: nothing here downloads

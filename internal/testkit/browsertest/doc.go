@@ -6,7 +6,7 @@
 // Guaranteed: Open skips the test, saying how to install chromium, when
 // none is found; the browser is closed by the test's cleanup. Screenshots
 // go to the test's temporary directory, and also to the file named by
-// LOCKWORKER_SCREENSHOT when it is set (for the README).
+// LOCKWORKER_SCREENSHOT when it is set (for docs/dashboard.md).
 //
 // Not guaranteed: anything about timing beyond the bounds a test gives.
 package browsertest

@@ -14,37 +14,39 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-func readme(t *testing.T) string {
+// doc reads a page of the documentation: README.md, or docs/NAME.
+func doc(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// TestReadmeChartIsTheMachine: the README's Mermaid chart is what
-// `lockworker graph --format mermaid` prints, so the picture cannot drift.
-func TestReadmeChartIsTheMachine(t *testing.T) {
-	m := regexp.MustCompile("(?s)```mermaid\n(.*?)```").FindStringSubmatch(readme(t))
+// TestDocsChartIsTheMachine: the Mermaid chart of docs/leadership.md is
+// what `lockworker graph --format mermaid` prints, so the picture cannot
+// drift.
+func TestDocsChartIsTheMachine(t *testing.T) {
+	const page = "docs/leadership.md"
+	m := regexp.MustCompile("(?s)```mermaid\n(.*?)```").FindStringSubmatch(doc(t, page))
 	if m == nil {
-		t.Fatal("README has no mermaid block")
+		t.Fatalf("%s has no mermaid block", page)
 	}
 	var out strings.Builder
 	if err := runCLI(t, []string{"graph", "--format", "mermaid"}, nil, &out); err != nil {
 		t.Fatal(err)
 	}
 	if strings.TrimSpace(m[1]) != strings.TrimSpace(out.String()) {
-		t.Fatalf("README chart differs from `lockworker graph --format mermaid`; paste this:\n%s", out.String())
+		t.Fatalf("the chart of %s differs from `lockworker graph --format mermaid`; paste this:\n%s", page, out.String())
 	}
 }
 
 // TestReadmeListsEveryVariable: each variable the daemon reads has a row in
 // the README's configuration table, and no row names one it does not read.
 func TestReadmeListsEveryVariable(t *testing.T) {
-	doc := readme(t)
 	rows := map[string]bool{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|").FindAllStringSubmatch(doc, -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|").FindAllStringSubmatch(doc(t, "README.md"), -1) {
 		rows[m[1]] = true
 	}
 	typ := reflect.TypeFor[config.Config]()
@@ -63,16 +65,16 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 	}
 }
 
-// TestACLUserFromReadme runs the README's least-privilege ACL user through
-// everything lockworker does: two replicas
+// TestACLUserFromDocs runs the least-privilege ACL user of
+// docs/operations.md through everything lockworker does: two replicas
 // (acquire, renew, subscribe, the registry, the history), a job that fails
 // into the dead-letter list, status, history, deadletters, requeue, pause,
 // resume, the dashboard's snapshot, a step-down and a SIGTERM (release,
 // publish). Redis must deny nothing.
-func TestACLUserFromReadme(t *testing.T) {
-	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(readme(t))
+func TestACLUserFromDocs(t *testing.T) {
+	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(doc(t, "docs/operations.md"))
 	if line == nil {
-		t.Fatal("README has no ACL SETUSER lockworker line")
+		t.Fatal("docs/operations.md has no ACL SETUSER lockworker line")
 	}
 	r := redistest.Start(t, redistest.Options{})
 	admin := r.Client()
@@ -138,7 +140,7 @@ func TestACLUserFromReadme(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(entries) > 0 {
-		t.Fatalf("Redis denied the README's ACL user %d time(s): %v", len(entries), entries)
+		t.Fatalf("Redis denied the ACL user of docs/operations.md %d time(s): %v", len(entries), entries)
 	}
 	for _, w := range []*worker{a, b} {
 		if strings.Contains(w.out.String(), "NOPERM") {
