@@ -13,21 +13,45 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/config"
 )
 
-// Probe asks every node once, in parallel and within timeout, to answer a
+// Probe asks every node, in parallel and within timeout, to answer a
 // PING, which goes through go-redis's whole handshake (TLS, AUTH or HELLO,
 // SELECT). An answer no retry can change, a Permanent error, comes back as
 // a *config.Error naming REDIS_URLS and the node by its number and
-// host:port, never its password. Anything else (connection refused, a
-// timeout) is left to the callers' retries: Redis may not be up yet.
+// host:port, never its password. A node that did not answer in
+// REDIS_NODE_TIMEOUT (a handshake slowed by a busy host, say) is asked
+// again until timeout ends, so a slow answer still tells a refusal from a
+// node that is merely down. Anything else (connection refused, no answer
+// by the end) is left to the callers' retries: Redis may not be up yet.
 func (b *Backend) Probe(ctx context.Context, timeout time.Duration) error {
-	errs := b.ping(ctx, timeout)
-	for i, err := range errs {
-		errs[i] = b.refusal(i, err)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	refusals := make([]error, len(b.Clients))
+	for try := 1; ; try++ {
+		errs := b.ping(ctx, timeout)
+		again := false
+		for i, err := range errs {
+			if refusals[i] == nil {
+				refusals[i] = b.refusal(i, err)
+			}
+			again = again || err != nil && refusals[i] == nil && timedOut(err)
+		}
+		if !again || !backoff.Sleep(ctx, probeRetry.Delay(try)) {
+			return errors.Join(refusals...)
+		}
 	}
-	return errors.Join(errs...)
+}
+
+// probeRetry spaces Probe's questions to nodes that did not answer in time.
+var probeRetry = backoff.Policy{Base: 50 * time.Millisecond, Max: 400 * time.Millisecond}
+
+// timedOut: err is a call that ran out of time, not a refused connection.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // ping asks every node for a PING, in parallel, each within timeout, and
@@ -125,14 +149,4 @@ func speaksPlain(ctx context.Context, addr string) bool {
 	}
 	first, err := bufio.NewReader(conn).ReadByte()
 	return err == nil && (first == '+' || first == '-')
-}
-
-// Ping asks the first node (the one that holds the epoch, the queue and
-// the fleet's keys) for a PING, and names it in its error: a one-shot
-// command has no retry to wait for Redis with, and says so at once.
-func (b *Backend) Ping(ctx context.Context) error {
-	if err := b.Clients[0].Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("cannot reach Redis at %s (REDIS_URLS): %w", b.probes[0].addr, err)
-	}
-	return nil
 }

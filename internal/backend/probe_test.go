@@ -2,8 +2,11 @@ package backend
 
 import (
 	"errors"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,16 +74,45 @@ func TestProbe(t *testing.T) {
 	}
 }
 
-// TestPing: a node that answers is fine; one that is down is named in
-// the error, with the variable that names it.
-func TestPing(t *testing.T) {
-	s := redistest.Start(t, redistest.Options{})
-	if err := openURLs(t, s.URL()).Ping(t.Context()); err != nil {
-		t.Fatalf("ping of a live node: %v", err)
+// TestProbeWaitsOutASlowAnswer: a node whose first answer does not come
+// in REDIS_NODE_TIMEOUT (a handshake slowed by a busy host) is asked
+// again within Probe's time, so its refusal is still seen at start-up.
+func TestProbeWaitsOutASlowAnswer(t *testing.T) {
+	locked := redistest.Start(t, redistest.Options{})
+	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "pw").Err(); err != nil {
+		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	err := openURLs(t, "redis://"+addr).Ping(t.Context())
-	if want := "cannot reach Redis at " + addr + " (REDIS_URLS): "; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Fatalf("ping of a node that is down: %v, want %q...", err, want)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	// The first connection is read and never answered; the later ones
+	// reach the server.
+	wg.Go(func() {
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if n == 0 {
+				wg.Go(func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() })
+				continue
+			}
+			up, err := net.Dial("tcp", locked.Addr())
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
+			wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+		}
+	})
+	b := openURLs(t, "redis://:nope@"+ln.Addr().String())
+	err = b.Probe(t.Context(), 2*time.Second)
+	var ce *config.Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("Probe = %v, want the refusal behind the slow first answer", err)
 	}
 }
