@@ -2,9 +2,7 @@ package redislock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -41,16 +39,5 @@ func (l *Locker) Renew(ctx context.Context, lease *Lease) error {
 			errs = append(errs, l.nodeErr(i, errNotHeld))
 		}
 	}
-	if ok >= l.quorum {
-		deadline := start.Add(l.validity)
-		if now := l.now(); !now.Before(deadline) {
-			return fmt.Errorf("%w: renew took %s, past the lease validity", ErrLost, now.Sub(start).Round(time.Millisecond))
-		}
-		lease.extend(deadline)
-		return nil
-	}
-	if notMine > len(l.nodes)-l.quorum {
-		return fmt.Errorf("%w: key missing or held by another value on %d of %d nodes", ErrLost, notMine, len(l.nodes))
-	}
-	return fmt.Errorf("redislock: renew: %d of %d nodes renewed, %d needed: %w", ok, len(l.nodes), l.quorum, errors.Join(errs...))
+	return l.renewed(lease, start, l.now(), ok, notMine, errs)
 }
