@@ -72,7 +72,7 @@ func (g *Group) Renew(ctx context.Context, leases []*Lease) []error {
 			errs[i] = fmt.Errorf("%w: local deadline passed", ErrLost)
 		default:
 			idx = append(idx, i)
-			keys = append(keys, g.lockers[i].key)
+			keys = append(keys, g.lockers[i].keys.Lock())
 			args = append(args, lease.value)
 		}
 	}

@@ -8,15 +8,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-// groupOf builds n lockers on nodes, keys lw:g0.. lw:g<n-1>.
+// groupOf builds n lockers on nodes, each its own LOCK_KEY lw:g<i>.
 func groupOf(t *testing.T, nodes []*redis.Client, n int, oneScript bool) ([]*Locker, *Group) {
 	t.Helper()
 	var lockers []*Locker
 	for i := range n {
-		lockers = append(lockers, newLocker(t, nodes, func(c *Config) { c.Key = fmt.Sprintf("lw:g%d", i) }))
+		lockers = append(lockers, newLocker(t, nodes, func(c *Config) { c.Keys = keyspace.MustNew(fmt.Sprintf("lw:g%d", i)).Lease() }))
 	}
 	g, err := NewGroup(lockers, oneScript)
 	if err != nil {
@@ -51,8 +52,8 @@ func TestGroupRenews(t *testing.T) {
 			// Lease 1's key vanishes everywhere; lease 2's is taken over
 			// by another value on every node.
 			for _, a := range admins {
-				a.Del(ctx, "lw:g1")
-				a.Set(ctx, "lw:g2", "other:9:x", time.Minute)
+				a.Del(ctx, lockers[1].keys.Lock())
+				a.Set(ctx, lockers[2].keys.Lock(), "other:9:x", time.Minute)
 			}
 			before := leases[0].Deadline()
 			time.Sleep(5 * time.Millisecond)
@@ -69,10 +70,10 @@ func TestGroupRenews(t *testing.T) {
 				t.Errorf("nil lease 3: %v", errs[3])
 			}
 			for _, a := range admins {
-				if v := a.Get(ctx, "lw:g2").Val(); v != "other:9:x" {
+				if v := a.Get(ctx, lockers[2].keys.Lock()).Val(); v != "other:9:x" {
 					t.Errorf("a foreign value was changed: %q", v)
 				}
-				if ttl := a.PTTL(ctx, "lw:g0").Val(); ttl < time.Second {
+				if ttl := a.PTTL(ctx, lockers[0].keys.Lock()).Val(); ttl < time.Second {
 					t.Errorf("lease 0's key has %s left, want about the 2s TTL", ttl)
 				}
 			}
