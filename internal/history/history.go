@@ -87,7 +87,7 @@ func New(cfg Config) (*History, error) {
 	if cfg.MaxLen == 0 {
 		cfg.MaxLen = 1000
 	}
-	return &History{cfg: cfg, stream: cfg.Keys.History(), last: cfg.Keys.HistoryEnded()}, nil
+	return &History{cfg: cfg, stream: cfg.Keys.History(), last: cfg.Keys.Lease().HistoryEnded()}, nil
 }
 
 // Started appends the leadership of token by workerID and returns its

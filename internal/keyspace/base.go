@@ -1,6 +1,10 @@
 package keyspace
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Base is the keyspace of one LOCK_KEY: its tagged key, the fleet-level
 // names beside it, and its lease. The zero Base names nothing (IsZero).
@@ -35,7 +39,29 @@ func (b Base) IsZero() bool { return b.key == "" }
 
 // Lease is the keyspace of the one lease of this LOCK_KEY: its lock is the
 // tagged key itself.
-func (b Base) Lease() Lease { return Lease{key: b.key} }
+func (b Base) Lease() Lease { return Lease{key: b.key, base: b.key} }
+
+// Partition is the lease of partition n of a LOCK_KEY split into of
+// partitions (PARTITIONS), 0 <= n < of. With one partition it is Lease,
+// every name as it is without partitions. With more, each partition's
+// names carry a hash tag of their own, the Base's tag with ":p<n>" added
+// ("{lockworker:leader}" -> "{lockworker:leader:p3}"), so Redis Cluster
+// spreads the partitions over its masters; HistoryEnded stays under the
+// Base's tag, beside the history.
+func (b Base) Partition(n, of int) Lease {
+	if of <= 1 {
+		return b.Lease()
+	}
+	tag := HashTag(b.key)
+	end := strings.Index(b.key, "{"+tag+"}") + 1 + len(tag) // the tag's '}'
+	part := ":p" + strconv.Itoa(n)
+	return Lease{key: b.key[:end] + part + b.key[end:], base: b.key, part: part}
+}
+
+// Partitions records the fleet's partition count (PARTITIONS), set by the
+// first replica: a replica or command configured with another count is
+// refused.
+func (b Base) Partitions() string { return b.key + ":partitions" }
 
 // Replicas is the index of the fleet registry: a sorted set of worker IDs
 // scored by the expiry of their records (unix ms).
@@ -50,13 +76,6 @@ func (b Base) FleetChannel() string { return b.key + ":fleet" }
 
 // History is the capped stream of leaderships.
 func (b Base) History() string { return b.key + ":history" }
-
-// HistoryEnded is the hash that records how the last leadership that
-// ended on purpose ended.
-func (b Base) HistoryEnded() string { return b.key + ":history:ended" }
-
-// StepDown holds the fencing token an operator asked to step down.
-func (b Base) StepDown() string { return b.key + ":stepdown" }
 
 // ControlChannel is the pub/sub channel on which an operator's change
 // (step down, pause, resume) is announced.

@@ -18,9 +18,10 @@ func TestNamesStay(t *testing.T) {
 		{b.Replica("w-1"), "{lockworker:leader}:replica:w-1"},
 		{b.FleetChannel(), "{lockworker:leader}:fleet"},
 		{b.History(), "{lockworker:leader}:history"},
-		{b.HistoryEnded(), "{lockworker:leader}:history:ended"},
-		{b.StepDown(), "{lockworker:leader}:stepdown"},
+		{l.HistoryEnded(), "{lockworker:leader}:history:ended"},
+		{l.StepDown(), "{lockworker:leader}:stepdown"},
 		{b.ControlChannel(), "{lockworker:leader}:control"},
+		{b.Partitions(), "{lockworker:leader}:partitions"},
 		{l.Lock(), "{lockworker:leader}"},
 		{l.Epoch(), "{lockworker:leader}:epoch"},
 		{l.EpochLast(), "{lockworker:leader}:epoch:last"},
@@ -51,7 +52,7 @@ func TestOneSlot(t *testing.T) {
 		l := b.Lease()
 		tag := HashTag(b.Key())
 		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(),
-			b.HistoryEnded(), b.StepDown(), b.ControlChannel(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
+			l.HistoryEnded(), l.StepDown(), b.ControlChannel(), b.Partitions(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
 			l.ReleasedChannel(), l.Stream(), l.Position(), l.Attempts(), l.Claimed(), l.Counters(), l.Last(),
 			l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
 			if tag == "" || HashTag(name) != tag || !strings.HasPrefix(name, b.Key()) {
@@ -104,4 +105,47 @@ func ExampleBase() {
 	// {lockworker:leader}:replicas
 	// {lockworker:leader}:epoch
 	// {lockworker:leader}:jobs:stream
+}
+
+// With one partition a partition's names are the Base's lease's; with more,
+// each partition has a hash tag of its own, made from the Base's, and its
+// HistoryEnded stays under the Base's tag beside the history.
+func TestPartitions(t *testing.T) {
+	for _, k := range []string{"lockworker:leader", "app:{leader}:x", "a{}b"} {
+		b := MustNew(k)
+		if b.Partition(0, 1) != b.Lease() {
+			t.Errorf("%q: partition 0 of 1 is not the lease", k)
+		}
+		tags := map[string]bool{HashTag(b.Key()): true}
+		for n := range 16 {
+			l := b.Partition(n, 16)
+			tag := HashTag(l.Lock())
+			if want := HashTag(b.Key()) + ":p" + fmt.Sprint(n); tag != want {
+				t.Fatalf("%q partition %d: tag %q, want %q", k, n, tag, want)
+			}
+			if tags[tag] {
+				t.Fatalf("%q partition %d: tag %q used twice", k, n, tag)
+			}
+			tags[tag] = true
+			for _, name := range []string{l.Epoch(), l.Fence(), l.ReleasedChannel(), l.Stream(), l.StepDown(),
+				l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
+				if HashTag(name) != tag {
+					t.Errorf("%q partition %d: %q has tag %q, want %q", k, n, name, HashTag(name), tag)
+				}
+			}
+			if got := HashTag(l.HistoryEnded()); got != HashTag(b.Key()) {
+				t.Errorf("%q partition %d: HistoryEnded %q has tag %q, want the base's", k, n, l.HistoryEnded(), got)
+			}
+		}
+	}
+	l := MustNew("lockworker:leader").Partition(3, 8)
+	for _, tt := range []struct{ got, want string }{
+		{l.Lock(), "{lockworker:leader:p3}"},
+		{l.Stream(), "{lockworker:leader:p3}:jobs:stream"},
+		{l.HistoryEnded(), "{lockworker:leader}:history:ended:p3"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %s, want %s", tt.got, tt.want)
+		}
+	}
 }

@@ -4,7 +4,9 @@ package keyspace
 // fence, its release channel, and the job queue the lease's holder works
 // on. The zero Lease names nothing (IsZero).
 type Lease struct {
-	key string // the lock key, tagged
+	key  string // the lock key, tagged
+	base string // the Base's key, for the names that live beside the fleet's
+	part string // "" for a Base's one lease, ":p<n>" for partition n
 }
 
 // IsZero reports whether l is the zero Lease, which names nothing.
@@ -65,3 +67,11 @@ func (l Lease) Paused() string { return l.jobs("paused") }
 // EnqueuedChannel is the pub/sub channel on which an enqueue publishes the
 // new job's ID (and a resume "resume").
 func (l Lease) EnqueuedChannel() string { return l.jobs("enqueued") }
+
+// StepDown holds the fencing token an operator asked to step down.
+func (l Lease) StepDown() string { return l.key + ":stepdown" }
+
+// HistoryEnded is the hash that records how the last leadership of this
+// lease that ended on purpose ended. It lives beside the fleet's history
+// stream, under the Base's hash tag, so one script writes both.
+func (l Lease) HistoryEnded() string { return l.base + ":history:ended" + l.part }

@@ -139,7 +139,7 @@ func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
 func (o *Operator) request(ctx context.Context, token int64) error {
 	var pub *redis.IntCmd
 	_, err := o.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, o.cfg.Keys.StepDown(), token, requestTTL)
+		p.Set(ctx, o.cfg.Keys.Lease().StepDown(), token, requestTTL)
 		pub = notice.Publish(ctx, p, o.cfg.ShardedNotices, o.cfg.Keys.ControlChannel(), "stepdown")
 		return nil
 	})
@@ -154,7 +154,7 @@ func (o *Operator) request(ctx context.Context, token int64) error {
 
 // Requested returns the token an operator asked to step down, 0 when none.
 func (o *Operator) Requested(ctx context.Context) (int64, error) {
-	v, err := o.cfg.Client.Get(ctx, o.cfg.Keys.StepDown()).Result()
+	v, err := o.cfg.Client.Get(ctx, o.cfg.Keys.Lease().StepDown()).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
