@@ -49,6 +49,13 @@ type Config struct {
 	// OnTransition, optional, is called on Run's goroutine after each
 	// transition, for metrics and status. It must not block.
 	OnTransition func(from, to State, trigger Trigger)
+	// Resident makes the machine one of many a replica drives (one per
+	// partition): Run starts it in idle and keeps it there until Contend,
+	// Leave brings it back to idle through cleanup and releasing_lock, and
+	// Run returns only once the machine is idle after Stop (or ctx). By
+	// default Run fires TRY_ACQUIRE_LOCK at once and returns when STOP has
+	// brought the machine back to idle.
+	Resident bool
 }
 
 // validate reports every missing or bad field at once and fills defaults.

@@ -16,7 +16,8 @@ var ErrRunTwice = errors.New("machine: Run called more than once")
 
 // Machine runs the chart. Build it with New, drive it with Run on one
 // goroutine, and talk to it from any goroutine with Stop, NotifyReleased
-// and State (and, from the work, the ended func StartWork is given).
+// and State, Contend and Leave when it is Resident (and, from the work, the
+// ended func StartWork is given).
 type Machine struct {
 	cfg Config
 	log *slog.Logger
@@ -28,6 +29,8 @@ type Machine struct {
 	once    sync.Once
 	notices chan struct{} // one pending RELEASE_NOTICE at most
 	endWake chan struct{} // one pending WORK_ENDED wake-up at most
+	wake    chan struct{} // Contend or Leave changed want
+	want    atomic.Bool   // Resident: contend (Contend) or stay idle (Leave)
 	ran     atomic.Bool
 	wg      sync.WaitGroup // callback goroutines and armed timers
 
@@ -52,6 +55,8 @@ type Machine struct {
 	// flight: that attempt may have reached Redis just before the release
 	// and failed, so the notice is replayed if the machine then waits.
 	noticeInAcquire bool
+	// shutdown: Stop was called or Run's ctx is done (Resident).
+	shutdown bool
 }
 
 // New validates cfg and builds a machine in idle.
@@ -66,6 +71,7 @@ func New(cfg Config) (*Machine, error) {
 		stop:    make(chan struct{}),
 		notices: make(chan struct{}, 1),
 		endWake: make(chan struct{}, 1),
+		wake:    make(chan struct{}, 1),
 	}
 	m.state.Store(int64(Idle))
 	// External storage so State() is an atomic read, never a call into
@@ -99,6 +105,9 @@ func (m *Machine) Run(ctx context.Context) error {
 	}()
 
 	in := inputs{stop: m.stop, done: ctx.Done()}
+	if m.cfg.Resident {
+		return m.runResident(&in)
+	}
 	first := TryAcquireLock
 	select { // a stop that came first still goes through cleanup and release
 	case <-in.stop:
@@ -138,11 +147,13 @@ func (m *Machine) next(in *inputs) error {
 		err = m.fire(ev.trigger, ev.err)
 	case <-in.stop:
 		in.stop = nil
-		err = m.fireStop()
+		err = m.shutDown()
 	case <-in.done:
 		in.done = nil
 		m.log.Debug("context cancelled: stopping")
-		err = m.fireStop()
+		err = m.shutDown()
+	case <-m.wake:
+		err = m.reconcile()
 	case <-m.notices:
 		if m.State() == AcquiringLock {
 			m.noticeInAcquire = true
@@ -160,6 +171,65 @@ func (m *Machine) next(in *inputs) error {
 		}
 	}
 	return err
+}
+
+// runResident is Run for a Resident machine: it waits in idle until
+// Contend, and returns once it is idle after Stop or ctx.
+func (m *Machine) runResident(in *inputs) error {
+	for !m.shutdown || m.State() != Idle {
+		if err := m.next(in); err != nil {
+			return err
+		}
+		if err := m.reconcile(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shutDown takes Stop or the end of Run's ctx: STOP, unless a Resident
+// machine is idle already (it has nothing to clean up).
+func (m *Machine) shutDown() error {
+	m.shutdown = true
+	if m.cfg.Resident && m.State() == Idle {
+		return nil
+	}
+	return m.fireStop()
+}
+
+// reconcile moves a Resident machine towards what Contend and Leave asked
+// for: out of idle to contend, back to idle (cleanup, release) to leave.
+// A machine already on its way to idle (STOP fired) gets there first.
+func (m *Machine) reconcile() error {
+	if !m.cfg.Resident || m.shutdown {
+		return nil
+	}
+	switch idle := m.State() == Idle; {
+	case m.want.Load() && idle:
+		m.stopRequested = false
+		return m.fire(TryAcquireLock, nil)
+	case !m.want.Load() && !idle && !m.stopRequested:
+		return m.fireStop()
+	}
+	return nil
+}
+
+// Contend makes a Resident machine compete for the lock: from idle it
+// fires TRY_ACQUIRE_LOCK, and it keeps competing (and leading) until
+// Leave. Safe from any goroutine; never blocks.
+func (m *Machine) Contend() { m.setWant(true) }
+
+// Leave makes a Resident machine stop competing, or give its leadership
+// up (STOP: stop the work, release the lock with the notice) and wait in
+// idle. Safe from any goroutine; never blocks.
+func (m *Machine) Leave() { m.setWant(false) }
+
+func (m *Machine) setWant(contend bool) {
+	m.want.Store(contend)
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // fireStop fires STOP and remembers it, so that a leadership already on
