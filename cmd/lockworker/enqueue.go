@@ -53,7 +53,7 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 		return err
 	}
 	defer done()
-	id, err := p.Queue.Enqueue(ctx, payload)
+	id, err := p.Queue.Enqueue(ctx, "", payload)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -80,7 +80,11 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 		return err
 	}
 	defer done()
-	ids, err := p.Queue.EnqueueMany(ctx, payloads)
+	items := make([]jobs.Item, len(payloads))
+	for i, pl := range payloads {
+		items[i].Payload = pl
+	}
+	ids, err := p.Queue.EnqueueMany(ctx, items)
 	if err != nil {
 		if errors.Is(err, jobs.ErrOutcomeUnknown) {
 			return fmt.Errorf("enqueue: %w", err)

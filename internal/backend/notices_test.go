@@ -76,7 +76,7 @@ func testNoticesAcrossFailover(t *testing.T, b *Backend, failover func(context.C
 			if lease, err := b.Locker.Acquire(ctx, "w"); err == nil {
 				_ = b.Locker.Release(ctx, lease)
 			}
-			_, _ = b.Queue.Enqueue(ctx, []byte("x"))
+			_, _ = b.Queue.Enqueue(ctx, "", []byte("x"))
 			deadline := time.Now().Add(300 * time.Millisecond)
 			for time.Now().Before(deadline) && (got.get(released) == r0 || got.get(enqueued) == e0) {
 				time.Sleep(poll.Interval)

@@ -23,7 +23,7 @@ func (d *Daemon) newServer() error {
 		Ready:         func() bool { return !d.stopping.Load() && d.leader.RedisOK() },
 		Metrics:       d.metrics.Handler(),
 		Enqueue:       d.be.Queue.Enqueue,
-		EnqueueMany:   d.be.Queue.EnqueueMany,
+		EnqueueMany:   d.enqueueMany,
 		JobsToken:     d.cfg.JobsToken,
 		MaxJobBytes:   jobs.MaxPayload,
 		MaxBatchJobs:  jobs.MaxBatch,
@@ -87,4 +87,13 @@ func (d *Daemon) stats(ctx context.Context) (figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
 	return d.be.Queue.Stats(ctx)
+}
+
+// enqueueMany is POST /jobs with an NDJSON body.
+func (d *Daemon) enqueueMany(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
+	items := make([]jobs.Item, len(payloads))
+	for i, p := range payloads {
+		items[i] = jobs.Item{Key: keys[i], Payload: p}
+	}
+	return d.be.Queue.EnqueueMany(ctx, items)
 }

@@ -43,9 +43,15 @@ func newJobsAPI(t testing.TB) *jobsAPI {
 		t.Fatal(err)
 	}
 	h, err := httpapi.New(httpapi.Config{
-		Status:        func(context.Context) httpapi.Status { return httpapi.Status{} },
-		Enqueue:       q.Enqueue,
-		EnqueueMany:   q.EnqueueMany,
+		Status:  func(context.Context) httpapi.Status { return httpapi.Status{} },
+		Enqueue: q.Enqueue,
+		EnqueueMany: func(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
+			items := make([]jobs.Item, len(payloads))
+			for i := range items {
+				items[i] = jobs.Item{Key: keys[i], Payload: payloads[i]}
+			}
+			return q.EnqueueMany(ctx, items)
+		},
 		JobsToken:     token,
 		MaxJobBytes:   jobs.MaxPayload,
 		MaxBatchJobs:  jobs.MaxBatch,
@@ -240,5 +246,70 @@ func send(b *testing.B, a *jobsAPI, contentType string, body []byte) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusAccepted {
 		b.Fatalf("POST /jobs: %d", res.StatusCode)
+	}
+}
+
+// TestKeys: Lockworker-Key keys a job, or every line of an NDJSON body;
+// Lockworker-Key-Field takes each line's key from one of its fields, and
+// a line without it refuses the batch.
+func TestKeys(t *testing.T) {
+	a := newJobsAPI(t)
+	postWith := func(contentType, body string, header ...string) answer {
+		t.Helper()
+		req, err := http.NewRequest("POST", a.srv.URL+"/jobs", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Authorization", "Bearer "+token)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := a.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var ans answer
+		if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
+			t.Fatal(err)
+		}
+		ans.code = res.StatusCode
+		return ans
+	}
+	keyOf := func() []string {
+		msgs, err := a.c.XRange(t.Context(), keys.Lease().Stream(), "-", "+").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			k, _ := m.Values["key"].(string)
+			out = append(out, k)
+		}
+		return out
+	}
+	if ans := postWith("text/plain", "one", httpapi.HeaderKey, "customer-7"); ans.code != http.StatusAccepted {
+		t.Fatalf("keyed job: %+v", ans)
+	}
+	if ans := postWith(ndjson, "1\n2\n", httpapi.HeaderKey, "c-1"); ans.code != http.StatusAccepted || len(ans.IDs) != 2 {
+		t.Fatalf("keyed lines: %+v", ans)
+	}
+	if ans := postWith(ndjson, `{"acct":"a"}`+"\n"+`{"acct":"b","x":1}`+"\n", httpapi.HeaderKeyField, "acct"); ans.code != http.StatusAccepted {
+		t.Fatalf("lines keyed by a field: %+v", ans)
+	}
+	if got, want := keyOf(), []string{"customer-7", "c-1", "c-1", "a", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
+	}
+	for _, body := range []string{`{"acct":"a"}` + "\n" + `{"other":1}`, `{"acct":5}`, `[1]`, `{"acct":""}`} {
+		if ans := postWith(ndjson, body, httpapi.HeaderKeyField, "acct"); ans.code != http.StatusBadRequest {
+			t.Errorf("%q: %+v, want 400", body, ans)
+		}
+	}
+	if ans := postWith(ndjson, "1", httpapi.HeaderKeyField, "acct", httpapi.HeaderKey, "k"); ans.code != http.StatusBadRequest {
+		t.Errorf("both headers: %+v, want 400", ans)
+	}
+	if n := len(keyOf()); n != 5 {
+		t.Fatalf("%d jobs after refused batches, want 5", n)
 	}
 }

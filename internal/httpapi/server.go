@@ -62,14 +62,16 @@ type Config struct {
 	Ready func() bool
 	// Metrics serves /metrics; optional.
 	Metrics http.Handler
-	// Enqueue adds a job; with JobsToken it enables POST /jobs.
-	Enqueue func(ctx context.Context, payload []byte) (string, error)
+	// Enqueue adds a job with an ordering key ("" for none); with
+	// JobsToken it enables POST /jobs.
+	Enqueue func(ctx context.Context, key string, payload []byte) (string, error)
 	// EnqueueMany adds jobs all or none, in order, and returns their IDs
 	// in that order (jobs.Queue.EnqueueMany): POST /jobs with
 	// Content-Type application/x-ndjson. Required with JobsToken. An error
 	// with a method OutcomeUnknown() returning true says the batch may
 	// have been enqueued; any other, that nothing was.
-	EnqueueMany func(ctx context.Context, payloads [][]byte) ([]string, error)
+	// keys[i] is payloads[i]'s ordering key ("" for none).
+	EnqueueMany func(ctx context.Context, keys []string, payloads [][]byte) ([]string, error)
 	// JobsToken is the bearer token POST /jobs requires; empty: no endpoint.
 	JobsToken string
 	// MaxJobBytes bounds a job payload, and a line of an NDJSON body;
@@ -177,7 +179,12 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "empty payload: a job needs a body"})
 		return
 	}
-	id, err := s.cfg.Enqueue(r.Context(), payload)
+	key := r.Header.Get(HeaderKey)
+	if len(key) > maxKey {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": HeaderKey + " longer than 1024 bytes"})
+		return
+	}
+	id, err := s.cfg.Enqueue(r.Context(), key, payload)
 	if err != nil {
 		s.cfg.Logger.Error("enqueue failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "could not enqueue: Redis unavailable"})
@@ -209,7 +216,12 @@ func (s *server) enqueueLines(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "could not read the body; nothing enqueued"})
 		return
 	}
-	ids, err := s.cfg.EnqueueMany(r.Context(), payloads)
+	keys, refused := lineKeys(r, payloads)
+	if refused != nil {
+		writeJSON(w, http.StatusBadRequest, refused)
+		return
+	}
+	ids, err := s.cfg.EnqueueMany(r.Context(), keys, payloads)
 	if err != nil {
 		s.cfg.Logger.Error("enqueue failed", "jobs", len(payloads), "err", err)
 		msg := "could not enqueue: Redis refused; nothing enqueued"
@@ -220,6 +232,49 @@ func (s *server) enqueueLines(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string][]string{"ids": ids})
+}
+
+// The headers that give jobs their ordering keys.
+const (
+	// HeaderKey is the ordering key of the job, or of every line of an
+	// NDJSON body.
+	HeaderKey = "Lockworker-Key"
+	// HeaderKeyField names the top-level field of each NDJSON line whose
+	// string value is that line's ordering key.
+	HeaderKeyField = "Lockworker-Key-Field"
+)
+
+// maxKey is the longest ordering key (jobs.MaxKey, which this package
+// cannot import).
+const maxKey = 1024
+
+// lineKeys are the ordering keys of an NDJSON body's lines: the
+// Lockworker-Key header's for all of them, or each line's field named by
+// Lockworker-Key-Field (a string of 1 to maxKey bytes; a line without it
+// refuses the batch); none without either header. bad is the 400 answer.
+func lineKeys(r *http.Request, payloads [][]byte) ([]string, map[string]any) {
+	keys := make([]string, len(payloads))
+	key, field := r.Header.Get(HeaderKey), r.Header.Get(HeaderKeyField)
+	switch {
+	case key != "" && field != "":
+		return nil, map[string]any{"error": "give " + HeaderKey + " or " + HeaderKeyField + ", not both; nothing enqueued"}
+	case len(key) > maxKey:
+		return nil, map[string]any{"error": HeaderKey + " longer than 1024 bytes; nothing enqueued"}
+	case key != "":
+		for i := range keys {
+			keys[i] = key
+		}
+	case field != "":
+		for i, p := range payloads {
+			var obj map[string]json.RawMessage
+			var k string
+			if json.Unmarshal(p, &obj) != nil || json.Unmarshal(obj[field], &k) != nil || k == "" || len(k) > maxKey {
+				return nil, map[string]any{"error": fmt.Sprintf("job %d: no string field %q of 1 to 1024 bytes for its key; nothing enqueued", i+1, field), "job": i + 1}
+			}
+			keys[i] = k
+		}
+	}
+	return keys, nil
 }
 
 // outcomeUnknown: EnqueueMany's error says the batch may have been

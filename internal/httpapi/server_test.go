@@ -20,11 +20,11 @@ func TestEndpoints(t *testing.T) {
 		},
 		Ready:     func() bool { return ready },
 		JobsToken: "t0ken",
-		Enqueue: func(_ context.Context, p []byte) (string, error) {
+		Enqueue: func(_ context.Context, _ string, p []byte) (string, error) {
 			got = p
 			return "01JOB", nil
 		},
-		EnqueueMany: func(context.Context, [][]byte) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
+		EnqueueMany: func(context.Context, []string, [][]byte) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
 	})
 	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -76,7 +76,7 @@ func TestEndpoints(t *testing.T) {
 func TestJobsOffWithoutToken(t *testing.T) {
 	h := mustNew(t, Config{
 		Status:  func(context.Context) Status { return Status{} },
-		Enqueue: func(context.Context, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
+		Enqueue: func(context.Context, string, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
 	})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/jobs", strings.NewReader("x")))
@@ -102,7 +102,7 @@ func TestNewValidates(t *testing.T) {
 		{Config{}, "Status is required"},
 		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t"}, "Enqueue is nil"},
 		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t",
-			Enqueue: func(context.Context, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
+			Enqueue: func(context.Context, string, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
 		{Config{Status: func(context.Context) Status { return Status{} }, MaxBatchJobs: -1}, "MaxBatchJobs"},
 		{Config{Status: func(context.Context) Status { return Status{} }, MaxJobBytes: -1}, "MaxJobBytes"},
 	} {

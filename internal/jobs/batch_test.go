@@ -243,7 +243,7 @@ func TestPoisonIsolatedInBatch(t *testing.T) {
 	var all []string
 	for _, p := range []string{"job 0", "job 1", "poison", "after 0", "after 1", "after 2", "after 3",
 		"after 4", "after 5", "after 6", "after 7", "after 8", "after 9"} {
-		id, err := q.Enqueue(t.Context(), []byte(p))
+		id, err := q.Enqueue(t.Context(), "", []byte(p))
 		if err != nil {
 			t.Fatal(err)
 		}

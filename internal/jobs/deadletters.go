@@ -62,6 +62,8 @@ func (q *Queue) DeadLetters(ctx context.Context, n int64) ([]DeadLetter, error) 
 				Payload:    []byte(r["payload"]),
 				Attempt:    attempts,
 				EnqueuedAt: millisTime(r["enqueued_at"]),
+				Key:        r["key"],
+				Partition:  q.cfg.Partition,
 			},
 			Error:    r["error"],
 			Attempts: attempts,
@@ -73,7 +75,8 @@ func (q *Queue) DeadLetters(ctx context.Context, n int64) ([]DeadLetter, error) 
 }
 
 // Requeue moves the dead letter id back to the tail of the queue as a new
-// job (new ID, attempts from 1) and returns the new ID. It needs no
+// job (new ID, attempts from 1, the same ordering key, so the same
+// partition) and returns the new ID. It needs no
 // leadership. ErrNotFound when id is not a dead letter.
 func (q *Queue) Requeue(ctx context.Context, id string) (string, error) {
 	newID := ulid.Make().String()

@@ -15,6 +15,9 @@ import (
 // MaxPayload is the largest job payload Enqueue accepts, in bytes.
 const MaxPayload = 1 << 20
 
+// MaxKey is the longest ordering key Enqueue accepts, in bytes.
+const MaxKey = 1024
+
 // MaxBatch is the most jobs one EnqueueMany call adds, and MaxBatchBytes
 // the most payload bytes. They keep one transaction short for Redis (it
 // serves nobody else while it runs) and within the client's read and
@@ -62,21 +65,32 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // names the package once.
 func trim(err error) string { return strings.TrimPrefix(err.Error(), "jobs: ") }
 
-// Enqueue appends a job to the tail of the queue and returns its ULID, and
-// publishes the ID on EnqueuedChannel so an idle leader wakes at once.
-// Anyone may call it; it needs no leadership. A payload must hold 1 to
-// MaxPayload bytes (ErrEmptyPayload, ErrPayloadTooLarge). Only the append
-// decides the result: a lost notice costs the leader one PollInterval,
-// while reporting it as a failure would invite a second enqueue of the
-// same job.
-func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
-	if err := checkPayload(payload); err != nil {
+// Item is one job to enqueue: its payload and, optionally, its ordering
+// key (see Job.Key).
+type Item struct {
+	Key     string
+	Payload []byte
+}
+
+// Enqueue appends a job with ordering key key ("" for none) to the tail of
+// the queue and returns its ULID, and publishes the ID on EnqueuedChannel
+// so an idle leader wakes at once. Anyone may call it; it needs no
+// leadership. A payload must hold 1 to MaxPayload bytes (ErrEmptyPayload,
+// ErrPayloadTooLarge), a key at most MaxKey (ErrKeyTooLong). Only the
+// append decides the result: a lost notice costs the leader one
+// PollInterval, while reporting it as a failure would invite a second
+// enqueue of the same job.
+func (q *Queue) Enqueue(ctx context.Context, key string, payload []byte) (string, error) {
+	return q.enqueue(ctx, ulid.Make().String(), Item{Key: key, Payload: payload})
+}
+
+func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error) {
+	if err := checkItem(it); err != nil {
 		return "", err
 	}
-	id := ulid.Make().String()
 	var add *redis.StringCmd
 	_, _ = q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, q.xadd(id, payload, q.nowMillis()))
+		add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis()))
 		notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, id)
 		return nil
 	})
@@ -86,12 +100,12 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 	return id, nil
 }
 
-// EnqueueMany appends the payloads to the tail of the queue, in order, all
+// EnqueueMany appends the items to the tail of the queue, in order, all
 // or none, and returns their ULIDs in the same order (which is also their
 // processing order); then it publishes one notice, the last ID.
 //
 // The batch is checked whole before anything is written: 1 to MaxBatch
-// payloads of 1 to MaxPayload bytes each (BatchError names the first bad
+// items of 1 to MaxPayload bytes each (BatchError names the first bad
 // one), at most MaxBatchBytes in all. It is written as one MULTI/EXEC
 // transaction, so no job of another producer lands between its jobs, and
 // no leader sees a part of it. Redis does not roll a transaction back, but
@@ -104,69 +118,119 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte) (string, error) {
 // An error wrapping ErrOutcomeUnknown (no answer: the connection broke,
 // a timeout) leaves the caller unable to tell whether the whole batch was
 // added; it is never partly added. Any other error means none was.
-func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]string, error) {
-	if err := checkBatch(payloads); err != nil {
+func (q *Queue) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
+	if err := checkBatch(items); err != nil {
 		return nil, err
 	}
-	if len(payloads) == 1 { // all or none by itself
-		id, err := q.Enqueue(ctx, payloads[0])
+	if len(items) == 1 { // all or none by itself
+		id, err := q.Enqueue(ctx, items[0].Key, items[0].Payload)
 		if err != nil {
 			return nil, err
 		}
 		return []string{id}, nil
 	}
-	ids := make([]string, len(payloads))
-	now := q.nowMillis()
-	_, err := q.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for i, payload := range payloads {
-			ids[i] = ulid.Make().String() // monotonic: in order within the batch
-			p.XAdd(ctx, q.xadd(ids[i], payload, now))
+	ids := make([]string, len(items))
+	for i := range ids {
+		ids[i] = ulid.Make().String() // monotonic: in order within the batch
+	}
+	err := addMany(ctx, q.cfg.Client, []*Queue{q}, [][]int{indexes(len(items))}, ids, items)
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// addMany writes items[i] with ID ids[i] to queues[k] for each i in
+// parts[k], in one MULTI/EXEC on client, then publishes each queue's last
+// ID on its channel (after EXEC, not inside it: a notice that cannot be
+// sent, say an ACL without the channel, must not undo the batch). A
+// refusal before EXEC (out of memory, an ACL) discards every XADD; one
+// that fails inside EXEC (a stream key of the wrong type) fails alone, so
+// a batch over several streams can be written in part: the error is then
+// a *PartialError naming what was written.
+func addMany(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [][]int, ids []string, items []Item) error {
+	n := 0
+	for _, part := range parts {
+		n += len(part)
+	}
+	now := queues[0].nowMillis()
+	adds := make(map[int]*redis.StringCmd, n)
+	_, err := client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for k, part := range parts {
+			for _, i := range part {
+				adds[i] = p.XAdd(ctx, queues[k].xadd(ids[i], items[i], now))
+			}
 		}
 		return nil
 	})
 	var refused redis.Error
 	switch {
-	case errors.As(err, &refused): // a reply: MULTI, a queued command or EXEC refused, so none ran
-		return nil, fmt.Errorf("jobs: enqueue %d jobs: %w", len(payloads), err)
-	case err != nil:
-		return nil, fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", len(payloads), err, ErrOutcomeUnknown)
+	case err == nil:
+	case !errors.As(err, &refused):
+		return fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", n, err, ErrOutcomeUnknown)
+	default: // a reply: MULTI, a queued command, EXEC or an XADD inside it refused
+		written := make([]string, len(ids))
+		some := false
+		for i, add := range adds {
+			if add.Err() == nil && add.Val() != "" {
+				written[i], some = ids[i], true
+			}
+		}
+		if !some {
+			return fmt.Errorf("jobs: enqueue %d jobs: %w", n, err)
+		}
+		return &PartialError{IDs: written, Err: err}
 	}
-	// After EXEC, not inside it: a notice that cannot be sent (an ACL
-	// without the channel) must not undo the batch, as in Enqueue.
-	_ = notice.Publish(ctx, q.cfg.Client, q.cfg.ShardedNotices, q.enqueued, ids[len(ids)-1]).Err()
-	return ids, nil
-}
-
-func (q *Queue) xadd(id string, payload []byte, now string) *redis.XAddArgs {
-	return &redis.XAddArgs{
-		Stream: q.stream,
-		Values: []any{"id", id, "payload", payload, "enqueued_at", now},
-	}
-}
-
-func checkPayload(payload []byte) error {
-	switch {
-	case len(payload) == 0:
-		return ErrEmptyPayload
-	case len(payload) > MaxPayload:
-		return ErrPayloadTooLarge
+	for k, part := range parts {
+		if len(part) > 0 {
+			q := queues[k]
+			_ = notice.Publish(ctx, client, q.cfg.ShardedNotices, q.enqueued, ids[part[len(part)-1]]).Err()
+		}
 	}
 	return nil
 }
 
-func checkBatch(payloads [][]byte) error {
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func (q *Queue) xadd(id string, it Item, now string) *redis.XAddArgs {
+	values := []any{"id", id, "payload", it.Payload, "enqueued_at", now}
+	if it.Key != "" {
+		values = append(values, "key", it.Key)
+	}
+	return &redis.XAddArgs{Stream: q.stream, Values: values}
+}
+
+func checkItem(it Item) error {
 	switch {
-	case len(payloads) == 0:
+	case len(it.Payload) == 0:
+		return ErrEmptyPayload
+	case len(it.Payload) > MaxPayload:
+		return ErrPayloadTooLarge
+	case len(it.Key) > MaxKey:
+		return ErrKeyTooLong
+	}
+	return nil
+}
+
+func checkBatch(items []Item) error {
+	switch {
+	case len(items) == 0:
 		return ErrNoJobs
-	case len(payloads) > MaxBatch:
+	case len(items) > MaxBatch:
 		return ErrTooManyJobs
 	}
 	total := 0
-	for i, p := range payloads {
-		if err := checkPayload(p); err != nil {
+	for i, it := range items {
+		if err := checkItem(it); err != nil {
 			return &BatchError{Index: i, Err: err}
 		}
-		if total += len(p); total > MaxBatchBytes {
+		if total += len(it.Payload) + len(it.Key); total > MaxBatchBytes {
 			return ErrBatchTooLarge
 		}
 	}

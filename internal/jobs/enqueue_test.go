@@ -63,19 +63,19 @@ func batchQueue(t testing.TB, c redis.Cmdable, cfg Config) *Queue {
 func TestEnqueueManyInOrder(t *testing.T) {
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
-	first, err := q.Enqueue(t.Context(), []byte("before"))
+	first, err := q.Enqueue(t.Context(), "", []byte("before"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := q.EnqueueMany(t.Context(), batchOf("job ", 50))
+	ids, err := q.EnqueueMany(t.Context(), items(batchOf("job ", 50)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, err := q.Enqueue(t.Context(), []byte("after"))
+	last, err := q.Enqueue(t.Context(), "", []byte("after"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone, err := q.EnqueueMany(t.Context(), [][]byte{[]byte("alone")})
+	alone, err := q.EnqueueMany(t.Context(), items([][]byte{[]byte("alone")}))
 	if err != nil || len(alone) != 1 {
 		t.Fatalf("a batch of one: %v, %v", alone, err)
 	}
@@ -112,7 +112,7 @@ func TestEnqueueManyRefusesWhole(t *testing.T) {
 		{"too many bytes in all", slices.Repeat([][]byte{big}, MaxBatchBytes/MaxPayload+1), ErrBatchTooLarge, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ids, err := q.EnqueueMany(t.Context(), tc.batch)
+			ids, err := q.EnqueueMany(t.Context(), items(tc.batch))
 			if !errors.Is(err, tc.want) || ids != nil {
 				t.Fatalf("EnqueueMany = %v, %v; want %v", ids, err, tc.want)
 			}
@@ -126,7 +126,7 @@ func TestEnqueueManyRefusesWhole(t *testing.T) {
 		})
 	}
 	// The largest batch allowed goes through whole.
-	ids, err := q.EnqueueMany(t.Context(), slices.Repeat([][]byte{big}, MaxBatchBytes/MaxPayload))
+	ids, err := q.EnqueueMany(t.Context(), items(slices.Repeat([][]byte{big}, MaxBatchBytes/MaxPayload)))
 	if err != nil || len(ids) != MaxBatchBytes/MaxPayload {
 		t.Fatalf("a batch of exactly MaxBatchBytes: %d ids, %v", len(ids), err)
 	}
@@ -144,7 +144,7 @@ func TestEnqueueManyRedisRefusal(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), Username: "producer", Password: "pw", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	q := batchQueue(t, c, Config{})
-	if ids, err := q.EnqueueMany(ctx, batchOf("x", 10)); err == nil || ids != nil || errors.Is(err, ErrOutcomeUnknown) {
+	if ids, err := q.EnqueueMany(ctx, items(batchOf("x", 10))); err == nil || ids != nil || errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("EnqueueMany without XADD = %v, %v; want a refusal that says nothing was enqueued", ids, err)
 	}
 	if n := e.c.XLen(ctx, q.stream).Val(); n != 0 {
@@ -166,7 +166,7 @@ func TestEnqueueManyOutcomeUnknown(t *testing.T) {
 	}
 	e.srv.Freeze()
 	t.Cleanup(e.srv.Thaw)
-	ids, err := q.EnqueueMany(ctx, batchOf("x", 10))
+	ids, err := q.EnqueueMany(ctx, items(batchOf("x", 10)))
 	e.srv.Thaw()
 	if !errors.Is(err, ErrOutcomeUnknown) || ids != nil {
 		t.Fatalf("EnqueueMany to a frozen Redis = %v, %v; want ErrOutcomeUnknown", ids, err)
@@ -194,7 +194,7 @@ func TestEnqueueManyNotInterleaved(t *testing.T) {
 	for p := range producers {
 		wg.Go(func() {
 			for b := range batches {
-				if _, err := q.EnqueueMany(context.Background(), batchOf(fmt.Sprintf("%s%d/%d/", pad, p, b), size)); err != nil {
+				if _, err := q.EnqueueMany(context.Background(), items(batchOf(fmt.Sprintf("%s%d/%d/", pad, p, b), size))); err != nil {
 					errs <- err
 				}
 			}
@@ -252,7 +252,7 @@ func testBatchNotice(t *testing.T, ps *redis.PubSub, c redis.Cmdable, q *Queue) 
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		t.Fatal(err)
 	}
-	ids, err := q.EnqueueMany(ctx, batchOf("job ", 3))
+	ids, err := q.EnqueueMany(ctx, items(batchOf("job ", 3)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	b.Run("one-by-one", func(b *testing.B) {
 		fresh(b)
 		for range b.N {
-			if _, err := q.Enqueue(ctx, payload); err != nil {
+			if _, err := q.Enqueue(ctx, "", payload); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -300,7 +300,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			fresh(b)
 			for range b.N {
-				if _, err := q.EnqueueMany(ctx, batch); err != nil {
+				if _, err := q.EnqueueMany(ctx, items(batch)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -336,4 +336,13 @@ func execMicros(b *testing.B, c *redis.Client) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// items are payloads as items without a key.
+func items(payloads [][]byte) []Item {
+	out := make([]Item, len(payloads))
+	for i, p := range payloads {
+		out[i].Payload = p
+	}
+	return out
 }

@@ -24,11 +24,13 @@ var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 // dead-lettered at once, whatever its attempt.
 var ErrPermanent = errors.New("jobs: permanent failure")
 
-// ErrEmptyPayload and ErrPayloadTooLarge are Enqueue's refusals: a job
-// carries 1 to MaxPayload bytes.
+// ErrEmptyPayload, ErrPayloadTooLarge and ErrKeyTooLong are Enqueue's
+// refusals: a job carries 1 to MaxPayload bytes, and a key of at most
+// MaxKey.
 var (
 	ErrEmptyPayload    = errors.New("jobs: empty payload")
 	ErrPayloadTooLarge = fmt.Errorf("jobs: payload larger than %d bytes (1 MiB)", MaxPayload)
+	ErrKeyTooLong      = fmt.Errorf("jobs: ordering key longer than %d bytes", MaxKey)
 )
 
 // ErrNotFound is returned by Requeue for an ID that is not a dead letter.

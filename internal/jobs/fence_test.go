@@ -84,7 +84,7 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range []string{"a", "b"} {
-				if _, err := q.Enqueue(ctx, []byte(p)); err != nil {
+				if _, err := q.Enqueue(ctx, "", []byte(p)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -174,7 +174,7 @@ func (e *env) enqueue(t testing.TB, q *testQueue, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		id, err := q.Enqueue(context.Background(), []byte("job "+strconv.Itoa(i)))
+		id, err := q.Enqueue(context.Background(), "", []byte("job "+strconv.Itoa(i)))
 		if err != nil {
 			t.Fatal(err)
 		}

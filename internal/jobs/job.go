@@ -18,6 +18,12 @@ type Job struct {
 	// EnqueuedAt is when the job was enqueued (or requeued), by the
 	// enqueuer's clock, to the millisecond.
 	EnqueuedAt time.Time
+	// Key is the job's ordering key, "" when it was enqueued without one.
+	// Jobs of one key are processed one at a time in enqueue order.
+	Key string
+	// Partition is the partition whose queue holds the job (0 without
+	// partitions).
+	Partition int
 }
 
 // Lease is what processing needs of leadership.

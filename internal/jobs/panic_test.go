@@ -28,7 +28,7 @@ func TestPanickingHandlerIsDeadLettered(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	a := e.enqueue(t, q, 1)
-	if _, err := q.Enqueue(t.Context(), []byte("poison")); err != nil {
+	if _, err := q.Enqueue(t.Context(), "", []byte("poison")); err != nil {
 		t.Fatal(err)
 	}
 	b := e.enqueue(t, q, 1)
@@ -67,7 +67,7 @@ func TestEnqueuePayloadBounds(t *testing.T) {
 		size int
 		want error
 	}{{0, ErrEmptyPayload}, {MaxPayload + 1, ErrPayloadTooLarge}, {1, nil}, {MaxPayload, nil}} {
-		_, err := q.Enqueue(t.Context(), make([]byte, tc.size))
+		_, err := q.Enqueue(t.Context(), "", make([]byte, tc.size))
 		if !errors.Is(err, tc.want) {
 			t.Errorf("Enqueue of %d bytes: %v, want %v", tc.size, err, tc.want)
 		}

@@ -28,6 +28,9 @@ type Config struct {
 	FenceKey string
 	// Now stamps enqueue, commit and failure times. Default time.Now.
 	Now func() time.Time
+	// Partition is the partition whose queue this is (Job.Partition, for
+	// the handlers). Default 0.
+	Partition int
 	// ShardedNotices publishes enqueue notices with SPUBLISH (Redis
 	// Cluster's sharded pub/sub; the channel shares the keys' hash tag)
 	// instead of PUBLISH. Default false.

@@ -386,7 +386,7 @@ func TestPoisonJob(t *testing.T) {
 		return e.store.write(ctx, j.ID, lease.Token())
 	}), func(c *WorkerConfig) { c.MaxAttempts = 4 })
 	a := e.enqueue(t, q, 1)
-	poison, err := q.Enqueue(t.Context(), []byte("poison"))
+	poison, err := q.Enqueue(t.Context(), "", []byte("poison"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 		}
 		return nil
 	}), func(c *WorkerConfig) { c.MaxAttempts = 2 })
-	if _, err := q.Enqueue(t.Context(), []byte("hangs")); err != nil {
+	if _, err := q.Enqueue(t.Context(), "", []byte("hangs")); err != nil {
 		t.Fatal(err)
 	}
 	e.enqueue(t, q, 1)

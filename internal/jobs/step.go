@@ -130,21 +130,23 @@ func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (step
 		return stepped{}, fmt.Errorf("jobs: step: %w", err)
 	}
 	s, count, err := parseStep(token, reply)
-	if err != nil || count == 0 {
-		return s, err
+	if err == nil && count > 0 {
+		var read *redis.Cmd
+		if len(r.After) > 0 && expect == s.position {
+			read = r.After[0] // else it started elsewhere (the first step, a position gone back)
+		}
+		s.claimed, err = q.readClaimed(ctx, read, s.position, count)
 	}
-	var read *redis.Cmd
-	if len(r.After) > 0 && expect == s.position {
-		read = r.After[0] // else it started elsewhere (the first step, a position gone back)
+	for _, e := range s.claimed {
+		e.job.Partition = q.cfg.Partition
 	}
-	s.claimed, err = q.readClaimed(ctx, read, s.position, count)
 	return s, err
 }
 
 // stepArgs is step.lua's keys and arguments for b and claim.
 func (q *Queue) stepArgs(token int64, b batch, claim int) (keys []string, args []any) {
 	keys = []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
-	args = make([]any, 0, 8+6*len(b.done))
+	args = make([]any, 0, 8+7*len(b.done))
 	args = append(args, token, q.nowMillis(), claim, b.from)
 	give, what := giveNothing, any("")
 	switch {
@@ -174,7 +176,7 @@ func (q *Queue) stepArgs(token int64, b batch, claim int) (keys []string, args [
 				enqueued = strconv.FormatInt(t.UnixMilli(), 10)
 			}
 		}
-		args = append(args, o.e.streamID, o.e.job.ID, o.attempts, o.cause, payload, enqueued)
+		args = append(args, o.e.streamID, o.e.job.ID, o.attempts, o.cause, payload, enqueued, o.e.job.Key)
 	}
 	return keys, args
 }
@@ -271,6 +273,8 @@ func parseEntry(v any) (*entry, error) {
 			e.job.ID = v
 		case "payload":
 			e.job.Payload = []byte(v)
+		case "key":
+			e.job.Key = v
 		case "enqueued_at":
 			e.job.EnqueuedAt = millisTime(v)
 		}

@@ -30,9 +30,10 @@
 -- ARGV[7] the job ID among the outcomes whose deliveries the attempts hash
 --         counts (it was handed out alone), or ""
 -- ARGV[8] n: how many outcomes follow
--- ARGV[9...] n outcomes of 6 values each: stream ID, job ID, attempts,
+-- ARGV[9...] n outcomes of 7 values each: stream ID, job ID, attempts,
 --            cause ("" to commit, else the error to dead-letter with),
---            payload and enqueued_at (for a dead letter; else "")
+--            payload, enqueued_at and ordering key (for a dead letter;
+--            else "")
 --
 -- Returns {0, fence} (stale: fence.lua)
 --       | {record, position, claim, count, ...} where
@@ -72,7 +73,7 @@ end
 local record = NONE
 
 if n > 0 then
-  local lastsid = ARGV[9 + (n - 1) * 6]
+  local lastsid = ARGV[9 + (n - 1) * 7]
   if pos == lastsid then
     record = DONE
   elseif pos ~= ARGV[4] then
@@ -81,7 +82,7 @@ if n > 0 then
     record = OK
     local committed, dead, last = 0, 0, nil
     for i = 1, n do
-      local a = 9 + (i - 1) * 6
+      local a = 9 + (i - 1) * 7
       local sid, id, attempts, cause = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
       if cause == '' then
         committed, last = committed + 1, a
@@ -91,7 +92,8 @@ if n > 0 then
         redis.call('ZADD', KEYS[8], now, id)
         redis.call('DEL', key)
         redis.call('HSET', key, 'id', id, 'payload', ARGV[a + 4], 'enqueued_at', ARGV[a + 5],
-          'stream_id', sid, 'token', token, 'attempts', attempts, 'failed_at', now, 'error', cause)
+          'stream_id', sid, 'token', token, 'attempts', attempts, 'failed_at', now, 'error', cause,
+          'key', ARGV[a + 6])
       end
     end
     redis.call('SET', KEYS[2], lastsid)
@@ -101,7 +103,7 @@ if n > 0 then
     if ms and tonumber(seq) < 2 ^ 52 then
       redis.call('XTRIM', KEYS[3], 'MINID', ms .. '-' .. string.format('%d', tonumber(seq) + 1))
     else
-      for i = 1, n do redis.call('XDEL', KEYS[3], ARGV[9 + (i - 1) * 6]) end
+      for i = 1, n do redis.call('XDEL', KEYS[3], ARGV[9 + (i - 1) * 7]) end
     end
     if ARGV[7] ~= '' then redis.call('HDEL', KEYS[4], ARGV[7]) end
     if committed > 0 then

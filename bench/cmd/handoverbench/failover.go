@@ -41,7 +41,7 @@ func (c *cluster) failoverRound(ctx context.Context) (failoverSample, error) {
 		return failoverSample{}, err
 	}
 	for range max(300-st.Pending, 0) { // 20ms each: 6s of work, far longer than a failover
-		if _, err := q.Enqueue(ctx, []byte("work")); err != nil {
+		if _, err := q.Enqueue(ctx, "", []byte("work")); err != nil {
 			return failoverSample{}, err
 		}
 	}
@@ -95,7 +95,7 @@ func watchPromotion(ctx context.Context, addr, lockKey string, t0 time.Time) fai
 					// acknowledged before they replicate): give the leader
 					// one to commit, so the round times the leadership,
 					// not the producer.
-					_, err := q.Enqueue(ctx, []byte("work"))
+					_, err := q.Enqueue(ctx, "", []byte("work"))
 					s.refilled = err == nil
 				}
 			}

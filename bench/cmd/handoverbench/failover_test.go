@@ -53,7 +53,7 @@ func TestWatchPromotionRefills(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range tc.pending {
-				if _, err := q.Enqueue(ctx, []byte("kept")); err != nil {
+				if _, err := q.Enqueue(ctx, "", []byte("kept")); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -38,7 +38,7 @@ func TestThousandJobsAcrossLeaderChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if _, err := q.Enqueue(ctx, []byte(strconv.Itoa(i))); err != nil {
+		if _, err := q.Enqueue(ctx, "", []byte(strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
 	}

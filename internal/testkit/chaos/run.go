@@ -271,7 +271,7 @@ func topUp(ctx context.Context, c *Cluster, jobs *int, backlog int) error {
 		return fmt.Errorf("chaos: queue stats: %w", err)
 	}
 	for i := st.Pending; i < int64(backlog); i++ {
-		if _, err := q.Enqueue(ctx, []byte(strconv.Itoa(*jobs))); err != nil {
+		if _, err := q.Enqueue(ctx, "", []byte(strconv.Itoa(*jobs))); err != nil {
 			return fmt.Errorf("chaos: enqueue job %d: %w", *jobs, err)
 		}
 		*jobs++
@@ -386,7 +386,7 @@ func staleRound(ctx context.Context, in *injector, n int) (Round, error) {
 	if err != nil {
 		return Round{}, err
 	}
-	if _, err := q.Enqueue(ctx, []byte("0")); err != nil {
+	if _, err := q.Enqueue(ctx, "", []byte("0")); err != nil {
 		return Round{}, err
 	}
 	var b Begin

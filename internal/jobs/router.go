@@ -1,0 +1,160 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockworker/lockworker/internal/partition"
+)
+
+// Router enqueues into the queues of a fleet's partitions: a job's
+// ordering key picks its partition (partition.Of), so every job of a key
+// lands in one queue and runs in enqueue order; a job without a key goes
+// to the partition its ID picks (spread, in no order with other jobs).
+// With one queue it is that queue.
+type Router struct {
+	queues []*Queue
+	client redis.Cmdable
+	// oneTx: a batch spanning partitions is one MULTI/EXEC (not Redis
+	// Cluster, whose transactions stay in one slot).
+	oneTx bool
+}
+
+// NewRouter routes to queues, by partition; they must share client (the
+// Redis that holds every queue). With oneTx false (Redis Cluster),
+// EnqueueMany is all or none per partition only.
+func NewRouter(queues []*Queue, client redis.Cmdable, oneTx bool) (*Router, error) {
+	if len(queues) == 0 || len(queues) > partition.Max {
+		return nil, fmt.Errorf("jobs: a Router needs 1 to %d queues, got %d", partition.Max, len(queues))
+	}
+	if client == nil {
+		return nil, errors.New("jobs: a Router needs the queues' client")
+	}
+	return &Router{queues: queues, client: client, oneTx: oneTx}, nil
+}
+
+// Queues are the partitions' queues, by partition.
+func (r *Router) Queues() []*Queue { return r.queues }
+
+// Partition is the partition of a job with ordering key key, or, without
+// one, with ID id.
+func (r *Router) Partition(key, id string) int {
+	if key == "" {
+		key = id
+	}
+	return partition.Of(key, len(r.queues))
+}
+
+// Enqueue adds one job to its partition's queue (Queue.Enqueue) and
+// returns its ID and partition.
+func (r *Router) Enqueue(ctx context.Context, key string, payload []byte) (string, int, error) {
+	id := ulid.Make().String()
+	p := r.Partition(key, id)
+	id, err := r.queues[p].enqueue(ctx, id, Item{Key: key, Payload: payload})
+	return id, p, err
+}
+
+// PartialError is EnqueueMany's answer when a batch spanning partitions
+// was enqueued in some partitions and not in others (on Redis Cluster,
+// where each partition is a transaction of its own; or a stream key of
+// the wrong type, which fails its XADDs alone): IDs holds the ID of each
+// item enqueued, "" for the others. Err is what refused the rest (it may
+// wrap ErrOutcomeUnknown: those items may be enqueued too).
+type PartialError struct {
+	IDs []string
+	Err error
+}
+
+func (e *PartialError) Error() string {
+	n := 0
+	for _, id := range e.IDs {
+		if id != "" {
+			n++
+		}
+	}
+	return fmt.Sprintf("jobs: %d of %d jobs enqueued, the rest refused: %s", n, len(e.IDs), trim(e.Err))
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// EnqueueMany adds items to their partitions' queues, each partition's in
+// order, and returns their IDs in the items' order. The batch is checked
+// whole first, as Queue.EnqueueMany does. Within one partition, items run
+// in their order; across partitions no order holds. It is one MULTI/EXEC,
+// all or none, except on Redis Cluster, where it is one per partition,
+// all or none each, every partition tried: when some fail and others
+// succeed, the error is a *PartialError that says which items were
+// enqueued.
+func (r *Router) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
+	if err := checkBatch(items); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(items))
+	parts := make([][]int, len(r.queues))
+	for i, it := range items {
+		ids[i] = ulid.Make().String() // monotonic: in order within the batch
+		p := r.Partition(it.Key, ids[i])
+		parts[p] = append(parts[p], i)
+	}
+	if len(items) == 1 { // all or none by itself, without MULTI
+		p := r.Partition(items[0].Key, ids[0])
+		id, err := r.queues[p].enqueue(ctx, ids[0], items[0])
+		if err != nil {
+			return nil, err
+		}
+		return []string{id}, nil
+	}
+	if r.oneTx {
+		if err := addMany(ctx, r.client, r.queues, parts, ids, items); err != nil {
+			return nil, err
+		}
+		return ids, nil
+	}
+	done := make([]string, len(items))
+	var first error
+	for p, part := range parts {
+		if len(part) == 0 {
+			continue
+		}
+		only := make([][]int, len(r.queues))
+		only[p] = part
+		err := addMany(ctx, r.client, r.queues, only, ids, items)
+		var partial *PartialError
+		switch {
+		case err == nil:
+			for _, i := range part {
+				done[i] = ids[i]
+			}
+		case errors.As(err, &partial):
+			for i, id := range partial.IDs {
+				if id != "" {
+					done[i] = id
+				}
+			}
+			first = cmp.Or(first, partial.Err)
+		default:
+			first = cmp.Or(first, err)
+		}
+	}
+	switch {
+	case first == nil:
+		return ids, nil
+	case !anyID(done):
+		return nil, first
+	}
+	return nil, &PartialError{IDs: done, Err: first}
+}
+
+func anyID(ids []string) bool {
+	for _, id := range ids {
+		if id != "" {
+			return true
+		}
+	}
+	return false
+}
