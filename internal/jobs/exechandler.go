@@ -33,7 +33,9 @@ type ExecConfig struct {
 
 // ExecHandler runs a command per job as a guest (package guest): the
 // payload on stdin; a clean environment with LOCKWORKER_JOB_ID,
-// LOCKWORKER_JOB_ATTEMPT, LOCKWORKER_FENCING_TOKEN and LOCKWORKER_WORKER_ID;
+// LOCKWORKER_JOB_ATTEMPT, LOCKWORKER_FENCING_TOKEN (the token of the job's
+// partition's leadership), LOCKWORKER_WORKER_ID, LOCKWORKER_PARTITION and
+// LOCKWORKER_KEY (the job's ordering key, "" without one);
 // its own process tree, stopped with SIGTERM when the job's context ends
 // and killed no later than the lease deadline, and when the daemon dies.
 // A non-zero exit is a failed attempt.
@@ -71,6 +73,8 @@ func (h *ExecHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 		"LOCKWORKER_JOB_ATTEMPT":   strconv.Itoa(job.Attempt),
 		"LOCKWORKER_FENCING_TOKEN": strconv.FormatInt(token, 10),
 		"LOCKWORKER_WORKER_ID":     h.workerID,
+		"LOCKWORKER_PARTITION":     strconv.Itoa(job.Partition),
+		"LOCKWORKER_KEY":           job.Key,
 	}, lease.Deadline)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)

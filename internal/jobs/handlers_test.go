@@ -49,7 +49,7 @@ func TestExecHandler(t *testing.T) {
 		t.Setenv("JOBS_TOKEN", "t0ken")
 		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `cat > "$OUT"; env > "$ENVFILE"`}, WorkerID: "w-1",
 			AllowEnv: append([]string{"OUT", "ENVFILE"}, testEnv...)}))
-		if err := h.Handle(t.Context(), Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 2}, newLease(42, time.Minute)); err != nil {
+		if err := h.Handle(t.Context(), Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 2, Key: "acct-9", Partition: 5}, newLease(42, time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := os.ReadFile(out); string(got) != "hello\x00world" {
@@ -57,7 +57,8 @@ func TestExecHandler(t *testing.T) {
 		}
 		env, _ := os.ReadFile(envFile)
 		for _, want := range []string{"LOCKWORKER_JOB_ID=01JOB", "LOCKWORKER_FENCING_TOKEN=42",
-			"LOCKWORKER_WORKER_ID=w-1", "LOCKWORKER_JOB_ATTEMPT=2", "OUT=" + out} {
+			"LOCKWORKER_WORKER_ID=w-1", "LOCKWORKER_JOB_ATTEMPT=2", "LOCKWORKER_PARTITION=5", "LOCKWORKER_KEY=acct-9",
+			"OUT=" + out} {
 			if !strings.Contains(string(env), want+"\n") {
 				t.Errorf("child env lacks %s", want)
 			}
