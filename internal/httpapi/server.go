@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/lines"
@@ -268,8 +269,9 @@ func lineKeys(r *http.Request, payloads [][]byte) ([]string, map[string]any) {
 		for i, p := range payloads {
 			var obj map[string]json.RawMessage
 			var k string
-			if json.Unmarshal(p, &obj) != nil || json.Unmarshal(obj[field], &k) != nil || k == "" || len(k) > maxKey {
-				return nil, map[string]any{"error": fmt.Sprintf("job %d: no string field %q of 1 to 1024 bytes for its key; nothing enqueued", i+1, field), "job": i + 1}
+			if json.Unmarshal(p, &obj) != nil || json.Unmarshal(obj[field], &k) != nil || k == "" || len(k) > maxKey ||
+				strings.ContainsFunc(k, unicode.IsControl) {
+				return nil, map[string]any{"error": fmt.Sprintf("job %d: no string field %q of 1 to 1024 bytes without control characters for its key; nothing enqueued", i+1, field), "job": i + 1}
 			}
 			keys[i] = k
 		}

@@ -214,6 +214,8 @@ func checkItem(it Item) error {
 		return ErrPayloadTooLarge
 	case len(it.Key) > MaxKey:
 		return ErrKeyTooLong
+	case strings.ContainsFunc(it.Key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return ErrKeyInvalid
 	}
 	return nil
 }

@@ -24,13 +24,15 @@ var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 // dead-lettered at once, whatever its attempt.
 var ErrPermanent = errors.New("jobs: permanent failure")
 
-// ErrEmptyPayload, ErrPayloadTooLarge and ErrKeyTooLong are Enqueue's
-// refusals: a job carries 1 to MaxPayload bytes, and a key of at most
-// MaxKey.
+// ErrEmptyPayload, ErrPayloadTooLarge, ErrKeyTooLong and ErrKeyInvalid
+// are Enqueue's refusals: a job carries 1 to MaxPayload bytes, and a key
+// of at most MaxKey bytes without control characters (it travels in an
+// HTTP header and a command's environment).
 var (
 	ErrEmptyPayload    = errors.New("jobs: empty payload")
 	ErrPayloadTooLarge = fmt.Errorf("jobs: payload larger than %d bytes (1 MiB)", MaxPayload)
 	ErrKeyTooLong      = fmt.Errorf("jobs: ordering key longer than %d bytes", MaxKey)
+	ErrKeyInvalid      = errors.New("jobs: ordering key with a control character")
 )
 
 // ErrNotFound is returned by Requeue for an ID that is not a dead letter.

@@ -57,6 +57,8 @@ const (
 	HeaderFencingToken   = "Lockworker-Fencing-Token"
 	HeaderWorkerID       = "Lockworker-Worker-Id"
 	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderPartition      = "Lockworker-Partition"
+	HeaderKey            = "Lockworker-Key" // only when the job has an ordering key
 )
 
 // maxQuoted is how much of an error answer's body goes into the error
@@ -237,8 +239,7 @@ func (h *HTTPHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	return &HTTPStatusError{Status: resp.StatusCode, Body: quoted, Token: token, Location: h.location(resp)}
 }
 
-// header sets the job's request headers. (With partitions, the job's
-// partition and key join them as Lockworker-Partition and Lockworker-Key.)
+// header sets the job's request headers.
 func (h *HTTPHandler) header(hd http.Header, job Job, token int64) {
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("User-Agent", "lockworker")
@@ -247,6 +248,10 @@ func (h *HTTPHandler) header(hd http.Header, job Job, token int64) {
 	hd.Set(HeaderFencingToken, strconv.FormatInt(token, 10))
 	hd.Set(HeaderWorkerID, h.workerID)
 	hd.Set(HeaderIdempotencyKey, job.ID)
+	hd.Set(HeaderPartition, strconv.Itoa(job.Partition))
+	if job.Key != "" {
+		hd.Set(HeaderKey, job.Key)
+	}
 	if h.token != "" {
 		hd.Set("Authorization", "Bearer "+h.token)
 	}

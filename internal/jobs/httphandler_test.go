@@ -80,7 +80,7 @@ func TestHTTPHandlerRequest(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	h := newHTTP(t, srv.URL+"/jobs", func(c *HTTPConfig) { c.Token = "tok-1" })
-	job := Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 3}
+	job := Job{ID: "01JOB", Payload: []byte("hello\x00world"), Attempt: 3, Partition: 7, Key: "acct-ü-1"}
 	if err := h.Handle(t.Context(), job, newLease(42, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestHTTPHandlerRequest(t *testing.T) {
 	for name, want := range map[string]string{
 		"Lockworker-Job-Id": "01JOB", "Lockworker-Attempt": "3", "Lockworker-Fencing-Token": "42",
 		"Lockworker-Worker-Id": "w-1", "Idempotency-Key": "01JOB", "Authorization": "Bearer tok-1",
-		"Content-Type": "application/octet-stream",
+		"Content-Type": "application/octet-stream", "Lockworker-Partition": "7", "Lockworker-Key": "acct-ü-1",
 	} {
 		if v := s.header.Get(name); v != want {
 			t.Errorf("header %s = %q, want %q", name, v, want)

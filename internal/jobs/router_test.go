@@ -177,3 +177,21 @@ func TestKeyTravelsWithTheJob(t *testing.T) {
 		t.Fatalf("requeued job has key %q, want order-42", k)
 	}
 }
+
+// A key too long or with a control character is refused, with nothing
+// enqueued.
+func TestKeyChecked(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { return nil }), nil)
+	for key, want := range map[string]error{string(make([]byte, MaxKey+1)): ErrKeyTooLong, "a\nb": ErrKeyInvalid, "a\x7fb": ErrKeyInvalid} {
+		if _, err := q.Enqueue(t.Context(), key, []byte("x")); !errors.Is(err, want) {
+			t.Errorf("key %q: %v, want %v", key, err, want)
+		}
+		if _, err := q.EnqueueMany(t.Context(), []Item{{Payload: []byte("ok")}, {Key: key, Payload: []byte("x")}}); !errors.Is(err, want) {
+			t.Errorf("batch with key %q: %v, want %v", key, err, want)
+		}
+	}
+	if n := stats(t, q).Pending; n != 0 {
+		t.Fatalf("%d jobs enqueued by refused calls", n)
+	}
+}
