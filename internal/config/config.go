@@ -47,6 +47,13 @@ type Config struct {
 	// LockKey is the lock's name. Every key and channel of the lock and its
 	// queue is derived from it under one hash tag (package keyspace).
 	LockKey string `env:"LOCK_KEY" envDefault:"lockworker:leader"`
+	// Partitions splits the lock and its queue into this many partitions,
+	// each with its own lease, fencing epoch, queue and chart, shared out
+	// over the live replicas; a job's ordering key picks its partition.
+	// 1 (the default) is one lock and one queue, as without partitions.
+	// Recorded in Redis by the first replica: every replica and command
+	// must use the same count. 1 to 1024.
+	Partitions int `env:"PARTITIONS" envDefault:"1"`
 	// LockTTL is the lease: how long a dead leader blocks the others.
 	LockTTL time.Duration `env:"LOCK_TTL" envDefault:"15s"`
 	// RenewInterval must be below LockTTL/2 so one failed renew can be retried.
@@ -121,6 +128,9 @@ const MinAdminTokenLen = 16
 // MaxJobBatch is the largest JOB_BATCH (jobs.MaxWorkerBatch): one round trip
 // carries every claimed payload.
 const MaxJobBatch = 1000
+
+// MaxPartitions is the largest PARTITIONS (partition.Max).
+const MaxPartitions = 1024
 
 // MinLockTTL is the shortest LOCK_TTL: the lock's own minimum
 // (redislock.MinTTL), checked here so the message names the variable.
@@ -281,6 +291,9 @@ func (c Config) checkJobs(p *problems) {
 	}
 	if c.JobStopGrace <= 0 {
 		p.add("JOB_STOP_GRACE", "must be a positive duration such as 5s or 500ms, got %s", c.JobStopGrace)
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		p.add("PARTITIONS", "must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
 	}
 	if c.JobBatch < 1 || c.JobBatch > MaxJobBatch {
 		p.add("JOB_BATCH", "must be between 1 and %d, got %d", MaxJobBatch, c.JobBatch)

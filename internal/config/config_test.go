@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/partition"
 )
 
 func TestLoadDefaults(t *testing.T) {
@@ -25,6 +26,9 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.JobBatch != jobs.DefaultBatch || MaxJobBatch != jobs.MaxWorkerBatch {
 		t.Fatalf("JOB_BATCH default %d, max %d; want the jobs package's %d, %d", c.JobBatch, MaxJobBatch, jobs.DefaultBatch, jobs.MaxWorkerBatch)
+	}
+	if c.Partitions != 1 || MaxPartitions != partition.Max {
+		t.Fatalf("PARTITIONS default %d, max %d; want 1 and the partition package's %d", c.Partitions, MaxPartitions, partition.Max)
 	}
 	if len(c.WorkerID) != 26 {
 		t.Fatalf("default WORKER_ID %q is not a ULID", c.WorkerID)
@@ -60,6 +64,9 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_HANDLER=python"}, "JOB_HANDLER"},
 		{[]string{"JOB_MAX_ATTEMPTS=0"}, "JOB_MAX_ATTEMPTS"},
 		{[]string{"JOB_BATCH=0"}, "JOB_BATCH"},
+		{[]string{"PARTITIONS=0"}, "PARTITIONS"},
+		{[]string{"PARTITIONS=1025"}, "PARTITIONS"},
+		{[]string{"PARTITIONS=x"}, "PARTITIONS"},
 		{[]string{"JOB_BATCH=-3"}, "JOB_BATCH"},
 		{[]string{"JOB_BATCH=1001"}, "JOB_BATCH"},
 		{[]string{"JOB_BATCH=many"}, "JOB_BATCH"},
