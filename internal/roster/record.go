@@ -1,6 +1,9 @@
 package roster
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Record is one replica as the registry shows it. It has no field for a
 // URL, a password, a lock value or a token other than the fencing token.
@@ -26,10 +29,26 @@ type Record struct {
 	LastError string `json:"lastError,omitempty"`
 	// UpdatedAt is when the record was written (the writer's clock).
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Partitions are the partitions the replica leads, with their tokens,
+	// in a fleet of more than one partition (PARTITIONS > 1).
+	Partitions []Owned `json:"partitions,omitempty"`
+	// Contending lists the partitions the replica waits for (acquiring or
+	// waiting to acquire), in a fleet of more than one partition: an owner
+	// hands a partition over only to a replica that waits for it.
+	Contending []int `json:"contending,omitempty"`
+}
+
+// Owned is a partition a replica leads and the fencing token it leads it
+// with.
+type Owned struct {
+	Partition int   `json:"partition"`
+	Token     int64 `json:"token"`
 }
 
 // changed reports whether r differs from o in what a reader should see at
-// once: who leads, in which state, with which error.
+// once: who leads what, in which state, with which error, waiting for
+// what.
 func (r Record) changed(o Record) bool {
-	return r.State != o.State || r.Leader != o.Leader || r.Token != o.Token || r.LastError != o.LastError
+	return r.State != o.State || r.Leader != o.Leader || r.Token != o.Token || r.LastError != o.LastError ||
+		!slices.Equal(r.Partitions, o.Partitions) || !slices.Equal(r.Contending, o.Contending)
 }

@@ -17,8 +17,8 @@ type ReporterConfig struct {
 	// Read returns this replica's record as it is now. Required; called
 	// from Run's goroutine only.
 	Read func() Record
-	// Interval is the refresh period; at most a third of the Roster's TTL
-	// so a live record never expires between two refreshes. Required.
+	// Interval is the refresh period; at most half the Roster's TTL so a
+	// live record never expires between two refreshes. Required.
 	Interval time.Duration
 	// Settle is how long a change waits before it is written, so a burst
 	// of transitions (a renewal's working -> renew_lock -> working) is
@@ -34,9 +34,11 @@ type ReporterConfig struct {
 // Reporter keeps one replica's record fresh: on a timer, and soon after a
 // change it is told of (Poke).
 type Reporter struct {
-	cfg  ReporterConfig
-	log  *slog.Logger
-	poke chan struct{}
+	cfg     ReporterConfig
+	log     *slog.Logger
+	poke    chan struct{}
+	refresh chan struct{}
+	leave   chan chan struct{}
 }
 
 // NewReporter validates cfg and returns a Reporter.
@@ -48,8 +50,8 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Read == nil {
 		errs = append(errs, errors.New("roster: Reporter needs Read"))
 	}
-	if cfg.Interval <= 0 || (cfg.Roster != nil && 3*cfg.Interval > cfg.Roster.TTL()) {
-		errs = append(errs, errors.New("roster: Reporter Interval must be positive and at most a third of the TTL"))
+	if cfg.Interval <= 0 || (cfg.Roster != nil && 2*cfg.Interval > cfg.Roster.TTL()) {
+		errs = append(errs, errors.New("roster: Reporter Interval must be positive and at most half the TTL"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -63,7 +65,8 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Reporter{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1)}, nil
+	return &Reporter{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1), refresh: make(chan struct{}, 1),
+		leave: make(chan chan struct{})}, nil
 }
 
 // Poke says the record may have changed. Never blocks; pokes coalesce.
@@ -74,9 +77,36 @@ func (p *Reporter) Poke() {
 	}
 }
 
-// Run writes the record at once, then on every tick and after each poke
-// whose change survived the settle, until ctx is done; then it removes the
-// record. It returns nil.
+// Refresh asks for the record to be written now, changed or not (a
+// partitioned replica's heartbeat: the record's expiry then follows its
+// leases'). Never blocks; calls coalesce.
+func (p *Reporter) Refresh() {
+	select {
+	case p.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// Leave removes the record and announces it, and Run writes it no more:
+// a replica on its way out says so before it lets its partitions go, so
+// the others contend for them at once. It returns once the removal was
+// tried, or when ctx is done (Run must be running: it is Run that removes).
+func (p *Reporter) Leave(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case p.leave <- done:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// Run writes the record at once, then on every tick, on Refresh, and after
+// each poke whose change survived the settle, until ctx is done or Leave;
+// then it removes the record. It returns nil.
 func (p *Reporter) Run(ctx context.Context) error {
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
@@ -106,6 +136,13 @@ func (p *Reporter) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			write(false)
+		case <-p.refresh:
+			write(false)
+		case done := <-p.leave:
+			p.remove(ctx, last.WorkerID)
+			close(done)
+			<-ctx.Done()
+			return nil
 		case <-p.poke:
 			if !backoff.Sleep(ctx, p.cfg.Settle) {
 				continue

@@ -2,6 +2,7 @@ package roster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,4 +187,58 @@ func TestReporter(t *testing.T) {
 	poll.Until(t, 5*time.Second, "the removal announced", func() bool { return announced.Load() == 3 })
 	_ = ps.Close()
 	wg.Wait()
+}
+
+// TestReporterRefreshAndLeave: Refresh writes at once, changed or not; a
+// record carries the partitions a replica leads and waits for; Leave
+// removes it and announces it, and Run writes it no more, whatever it is
+// poked with.
+func TestReporterRefreshAndLeave(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	r := newRoster(t, c, 2*time.Second)
+	cur := Record{WorkerID: "w-1", State: "working", Leader: true,
+		Partitions: []Owned{{Partition: 2, Token: 5}, {Partition: 7, Token: 9}}, Contending: []int{3}}
+	p, err := NewReporter(ReporterConfig{Roster: r, Interval: time.Second, Read: func() Record { return cur }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	defer func() { stop(); <-done }()
+
+	updated := func() time.Time {
+		got, err := r.List(t.Context())
+		if err != nil || len(got) != 1 {
+			return time.Time{}
+		}
+		if !slices.Equal(got[0].Partitions, cur.Partitions) || !slices.Equal(got[0].Contending, cur.Contending) {
+			t.Fatalf("record %+v lost its partitions", got[0])
+		}
+		return got[0].UpdatedAt
+	}
+	poll.Until(t, 5*time.Second, "the first record", func() bool { return !updated().IsZero() })
+	first := updated()
+	p.Refresh()
+	poll.Until(t, 5*time.Second, "a refresh", func() bool { return updated().After(first) })
+
+	ps := c.Subscribe(t.Context(), keys.FleetChannel())
+	defer ps.Close()
+	if _, err := ps.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p.Leave(t.Context())
+	if got, _ := r.List(t.Context()); len(got) != 0 {
+		t.Fatalf("record left after Leave: %+v", got)
+	}
+	if m, err := ps.ReceiveMessage(t.Context()); err != nil || m.Payload != "w-1" {
+		t.Fatalf("removal announced as %v, %v", m, err)
+	}
+	p.Refresh()
+	p.Poke()
+	time.Sleep(100 * time.Millisecond) // a write after Leave would come within the settle
+	if got, _ := r.List(t.Context()); len(got) != 0 {
+		t.Fatalf("record written again after Leave: %+v", got)
+	}
 }
