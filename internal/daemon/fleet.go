@@ -93,7 +93,7 @@ func (d *Daemon) leadershipStarted(ctx context.Context, token int64) {
 	d.metrics.LeaderChange()
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
 	defer cancel()
-	e, dup, err := d.history.Started(hctx, token, d.cfg.WorkerID)
+	e, dup, err := d.history.Started(hctx, 0, token, d.cfg.WorkerID)
 	if err != nil {
 		d.log.Warn("could not add this leadership to the history", "token", token, "err", err)
 		return
@@ -120,7 +120,7 @@ func (d *Daemon) beforeRelease(ctx context.Context, token int64, cause error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
 	defer cancel()
-	if err := d.history.Ended(hctx, token, d.cfg.WorkerID, reason); err != nil {
+	if err := d.history.Ended(hctx, 0, token, d.cfg.WorkerID, reason); err != nil {
 		d.log.Warn("could not record how this leadership ended", "token", token, "reason", string(reason), "err", err)
 	}
 }

@@ -1,6 +1,6 @@
 -- ended.lua: record how a leadership ended, just before its lock is released.
 --
--- KEYS[1] last-end hash K:history:ended
+-- KEYS[1] the lease's hash beside the history (keyspace.Lease.HistoryEnded)
 -- ARGV[1] fencing token of the leadership that ends
 -- ARGV[2] worker ID
 -- ARGV[3] reason: released, stepped_down or fenced

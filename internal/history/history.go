@@ -27,8 +27,10 @@ const (
 // Entry is one leadership.
 type Entry struct {
 	// ID is the entry's stream ID.
-	ID       string    `json:"id"`
-	Token    int64     `json:"token"`
+	ID string `json:"id"`
+	// Partition is the partition led (0 in a fleet without partitions).
+	Partition int       `json:"partition"`
+	Token     int64     `json:"token"`
 	WorkerID string    `json:"workerId"`
 	Started  time.Time `json:"started"`
 	// PreviousEnded is how the leadership before this one ended; empty
@@ -49,6 +51,9 @@ type Config struct {
 	Client redis.Cmdable
 	// Keys names the history's keys (package keyspace). Required.
 	Keys keyspace.Base
+	// Partitions is the fleet's partition count (PARTITIONS): each
+	// partition's leaderships follow one another. Default 1.
+	Partitions int
 	// MaxLen is about how many entries the stream keeps. Default 1000.
 	MaxLen int64
 }
@@ -56,8 +61,9 @@ type Config struct {
 // History reads and appends the leadership history. Safe for concurrent
 // use.
 type History struct {
-	cfg          Config
-	stream, last string
+	cfg    Config
+	stream string
+	last   []string // by partition: keyspace.Lease.HistoryEnded
 }
 
 var (
@@ -87,14 +93,36 @@ func New(cfg Config) (*History, error) {
 	if cfg.MaxLen == 0 {
 		cfg.MaxLen = 1000
 	}
-	return &History{cfg: cfg, stream: cfg.Keys.History(), last: cfg.Keys.Lease().HistoryEnded()}, nil
+	cfg.Partitions = max(cfg.Partitions, 1)
+	h := &History{cfg: cfg, stream: cfg.Keys.History()}
+	for n := range cfg.Partitions {
+		h.last = append(h.last, cfg.Keys.Partition(n, cfg.Partitions).HistoryEnded())
+	}
+	return h, nil
 }
 
-// Started appends the leadership of token by workerID and returns its
-// entry; a re-sent call for the newest token returns that entry's ID and
-// adds nothing (dup true).
-func (h *History) Started(ctx context.Context, token int64, workerID string) (e Entry, dup bool, err error) {
-	reply, err := startedScript.Run(ctx, h.cfg.Client, []string{h.stream, h.last}, token, workerID, h.cfg.MaxLen).Slice()
+// lease is partition p's hash key and the partition argument the scripts
+// take ("" without partitions).
+func (h *History) lease(p int) (string, string, error) {
+	if p < 0 || p >= len(h.last) {
+		return "", "", fmt.Errorf("history: no partition %d of %d", p, len(h.last))
+	}
+	if h.cfg.Partitions == 1 {
+		return h.last[p], "", nil
+	}
+	return h.last[p], strconv.Itoa(p), nil
+}
+
+// Started appends the leadership of partition p (0 without partitions) by
+// workerID with token and returns its entry; a re-sent call for the
+// partition's newest token returns that entry's ID and adds nothing (dup
+// true).
+func (h *History) Started(ctx context.Context, p int, token int64, workerID string) (e Entry, dup bool, err error) {
+	last, part, err := h.lease(p)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	reply, err := startedScript.Run(ctx, h.cfg.Client, []string{h.stream, last}, token, workerID, h.cfg.MaxLen, part).Slice()
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("history: started: %w", err)
 	}
@@ -104,21 +132,25 @@ func (h *History) Started(ctx context.Context, token int64, workerID string) (e 
 	s := func(i int) string { v, _ := reply[i].(string); return v }
 	switch dup, _ := reply[0].(int64); {
 	case len(reply) == 2 && dup == 1:
-		return Entry{ID: s(1), Token: token, WorkerID: workerID}, true, nil
+		return Entry{ID: s(1), Partition: p, Token: token, WorkerID: workerID}, true, nil
 	case len(reply) != 5 || dup != 0:
 		return Entry{}, false, fmt.Errorf("history: started: unexpected reply %v", reply)
 	}
-	e = Entry{ID: s(1), Token: token, WorkerID: workerID, Started: millis(s(2)), PreviousEnded: Reason(s(3))}
+	e = Entry{ID: s(1), Partition: p, Token: token, WorkerID: workerID, Started: millis(s(2)), PreviousEnded: Reason(s(3))}
 	if at := millis(s(4)); !at.IsZero() && !e.Started.Before(at) {
 		e.Handover = e.Started.Sub(at)
 	}
 	return e, false, nil
 }
 
-// Ended records that the leadership of token ends for reason; call it
-// just before the lock is released.
-func (h *History) Ended(ctx context.Context, token int64, workerID string, reason Reason) error {
-	if err := endedScript.Run(ctx, h.cfg.Client, []string{h.last}, token, workerID, string(reason)).Err(); err != nil {
+// Ended records that the leadership of partition p with token ends for
+// reason; call it just before the lock is released.
+func (h *History) Ended(ctx context.Context, p int, token int64, workerID string, reason Reason) error {
+	last, _, err := h.lease(p)
+	if err != nil {
+		return err
+	}
+	if err := endedScript.Run(ctx, h.cfg.Client, []string{last}, token, workerID, string(reason)).Err(); err != nil {
 		return fmt.Errorf("history: ended: %w", err)
 	}
 	return nil
@@ -147,7 +179,7 @@ func entryOf(m redis.XMessage) Entry {
 	s := func(k string) string { v, _ := m.Values[k].(string); return v }
 	n := func(k string) int64 { v, _ := strconv.ParseInt(s(k), 10, 64); return v }
 	e := Entry{
-		ID: m.ID, Token: n("token"), WorkerID: s("worker"), Started: millis(s("started")),
+		ID: m.ID, Partition: int(n("partition")), Token: n("token"), WorkerID: s("worker"), Started: millis(s("started")),
 		PreviousEnded: Reason(s("previous_ended")), PreviousToken: n("previous_token"), PreviousWorkerID: s("previous_worker"),
 	}
 	if at := millis(s("previous_ended_at")); !at.IsZero() && !e.Started.Before(at) {

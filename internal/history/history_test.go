@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestHowTheyEnded(t *testing.T) {
 	ctx := t.Context()
 	start := func(token int64, worker string) Entry {
 		t.Helper()
-		e, dup, err := h.Started(ctx, token, worker)
+		e, dup, err := h.Started(ctx, 0, token, worker)
 		if err != nil || dup {
 			t.Fatalf("Started(%d): %v dup=%v", token, err, dup)
 		}
@@ -43,7 +44,7 @@ func TestHowTheyEnded(t *testing.T) {
 	}
 	end := func(token int64, worker string, r Reason) {
 		t.Helper()
-		if err := h.Ended(ctx, token, worker, r); err != nil {
+		if err := h.Ended(ctx, 0, token, worker, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +55,7 @@ func TestHowTheyEnded(t *testing.T) {
 	if e := start(2, "b"); e.PreviousEnded != Released || e.Handover < 0 || e.Handover > time.Minute {
 		t.Fatalf("after a release: %+v", e)
 	}
-	if _, dup, err := h.Started(ctx, 2, "b"); err != nil || !dup {
+	if _, dup, err := h.Started(ctx, 0, 2, "b"); err != nil || !dup {
 		t.Fatalf("re-sent start: dup=%v err=%v", dup, err)
 	}
 	// b crashes: no end record; its predecessor's record names token 1.
@@ -94,12 +95,63 @@ func TestCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range int64(500) {
-		if _, _, err := h.Started(t.Context(), i+1, "w"); err != nil {
+		if _, _, err := h.Started(t.Context(), 0, i+1, "w"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// MAXLEN ~ trims whole stream nodes (100 entries each by default).
 	if n, _ := c.XLen(t.Context(), keyspace.MustNew("k").History()).Result(); n > 200 {
 		t.Errorf("stream holds %d entries, want about 10 (at most one node over)", n)
+	}
+}
+
+// TestPartitionsFollowTheirOwn: in a partitioned fleet each partition's
+// leaderships follow one another in one shared stream: a leadership of
+// partition 1 does not end partition 0's, and each entry names its
+// partition.
+func TestPartitionsFollowTheirOwn(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	h, err := New(Config{Client: s.Client(), Keys: keyspace.MustNew("k"), Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	mustStart := func(p int, token int64, worker string) Entry {
+		t.Helper()
+		e, dup, err := h.Started(ctx, p, token, worker)
+		if err != nil || dup {
+			t.Fatalf("Started(%d, %d): %v dup=%v", p, token, err, dup)
+		}
+		return e
+	}
+	mustStart(0, 1, "a")
+	if e := mustStart(1, 1, "b"); e.PreviousEnded != "" {
+		t.Fatalf("partition 1's first leadership follows %q", e.PreviousEnded)
+	}
+	if err := h.Ended(ctx, 0, 1, "a", SteppedDown); err != nil {
+		t.Fatal(err)
+	}
+	if e := mustStart(1, 2, "c"); e.PreviousEnded != LeaseExpired {
+		t.Fatalf("partition 1 after b vanished: %q, want lease_expired", e.PreviousEnded)
+	}
+	if e := mustStart(0, 2, "c"); e.PreviousEnded != SteppedDown {
+		t.Fatalf("partition 0 after a stepped down: %q", e.PreviousEnded)
+	}
+	if _, dup, _ := h.Started(ctx, 1, 2, "c"); !dup {
+		t.Fatal("a re-sent start of partition 1 was added again")
+	}
+	got, err := h.List(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []int
+	for _, e := range got {
+		parts = append(parts, e.Partition)
+	}
+	if want := []int{0, 1, 1, 0}; !slices.Equal(parts, want) {
+		t.Fatalf("partitions of the entries, newest first: %v, want %v", parts, want)
+	}
+	if _, _, err := h.Started(ctx, 4, 1, "x"); err == nil {
+		t.Fatal("a partition out of range was accepted")
 	}
 }

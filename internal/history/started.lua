@@ -1,39 +1,41 @@
--- started.lua: append a leadership to the history, with how the previous one ended.
+-- started.lua: append a leadership of one lease (the lock, or one
+-- partition) to the fleet's history, with how the lease's previous
+-- leadership ended.
 --
 -- KEYS[1] history stream K:history
--- KEYS[2] last-end hash K:history:ended {token, worker, reason, at}
+-- KEYS[2] the lease's hash beside it (keyspace.Lease.HistoryEnded):
+--         started_token, started_worker, started_id of its last leadership,
+--         and token, worker, reason, at of the last one that ended on purpose
 -- ARGV[1] fencing token of the new leadership
 -- ARGV[2] worker ID
 -- ARGV[3] approximate maximum length of the stream
+-- ARGV[4] the partition, or "" for a fleet without partitions
 --
--- Returns {1, id} when the newest entry already has this token (a re-sent
--- call: a duplicate), else {0, id, started_ms, previous_ended,
+-- Returns {1, id} when the lease's last leadership already has this token
+-- (a re-sent call: a duplicate), else {0, id, started_ms, previous_ended,
 -- previous_ended_at_ms}.
-local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local prevToken, prevWorker = '', ''
-if #newest > 0 then
-  local f = newest[1][2]
-  for i = 1, #f, 2 do
-    if f[i] == 'token' then prevToken = f[i + 1] end
-    if f[i] == 'worker' then prevWorker = f[i + 1] end
-  end
-  if prevToken == ARGV[1] then
-    return {1, newest[1][1]}
-  end
+local h = redis.call('HMGET', KEYS[2], 'started_token', 'started_worker', 'started_id', 'token', 'reason', 'at')
+local prevToken, prevWorker = h[1] or '', h[2] or ''
+if prevToken == ARGV[1] then
+  return {1, h[3] or ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local reason, endedAt = '', ''
 if prevToken ~= '' then
-  local e = redis.call('HMGET', KEYS[2], 'token', 'reason', 'at')
-  if e[1] == prevToken then
-    reason, endedAt = e[2] or '', e[3] or ''
+  if h[4] == prevToken then
+    reason, endedAt = h[5] or '', h[6] or ''
   else
     reason = 'lease_expired'
   end
 end
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*',
-  'token', ARGV[1], 'worker', ARGV[2], 'started', now,
+local fields = {'token', ARGV[1], 'worker', ARGV[2], 'started', now,
   'previous_token', prevToken, 'previous_worker', prevWorker,
-  'previous_ended', reason, 'previous_ended_at', endedAt)
+  'previous_ended', reason, 'previous_ended_at', endedAt}
+if ARGV[4] ~= '' then
+  table.insert(fields, 'partition')
+  table.insert(fields, ARGV[4])
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', unpack(fields))
+redis.call('HSET', KEYS[2], 'started_token', ARGV[1], 'started_worker', ARGV[2], 'started_id', id)
 return {0, id, tostring(now), reason, endedAt}
