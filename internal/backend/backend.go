@@ -23,7 +23,7 @@ import (
 const minRegistryInterval = 250 * time.Millisecond
 
 // RegistryInterval is how often a replica refreshes its registry record:
-// RENEW_INTERVAL, at least 250ms. A record lives three of these.
+// RENEW_INTERVAL, at least 250ms. A record lives RecordTTL.
 func RegistryInterval(cfg config.Config) time.Duration {
 	return max(cfg.RenewInterval, minRegistryInterval)
 }
@@ -38,10 +38,17 @@ type Backend struct {
 	Clients []redis.UniversalClient
 	// Keys names every key and channel of LOCK_KEY (package keyspace).
 	Keys keyspace.Base
-	// Locker is the lock on every node.
-	Locker *redislock.Locker
-	// Queue is the job queue on the first node.
-	Queue *jobs.Queue
+	// Partitions is PARTITIONS: how many locks and queues the fleet has.
+	Partitions int
+	// Lockers are the partitions' locks on every node, by partition: one
+	// without partitions, the lock.
+	Lockers []*redislock.Locker
+	// Queues routes jobs into the partitions' job queues (on the first
+	// node); Queues.Queues() are the queues by partition.
+	Queues *jobs.Router
+	// Renewals renews the leases of many partitions in one round trip;
+	// nil without partitions.
+	Renewals *redislock.Group
 	// Roster (the fleet registry), History (the leaderships) and Operator
 	// (step down, pause, resume, requeue) live on the first node too.
 	Roster   *roster.Roster
@@ -49,7 +56,8 @@ type Backend struct {
 	Operator *operator.Operator
 
 	mode     config.Mode
-	sharded  bool                  // Redis Cluster: notices use sharded pub/sub
+	sharded  bool                  // Redis Cluster: the fleet's notices use sharded pub/sub
+	laneSh   bool                  // the partitions' notices use sharded pub/sub (one partition on a Cluster)
 	sentinel *redis.SentinelClient // Sentinel mode: announces master switches
 	probes   []probeTarget         // what Probe says of each client, by index
 }
@@ -74,7 +82,9 @@ func Open(cfg config.Config) (*Backend, error) {
 		return nil, &config.Error{Var: "LOCK_KEY", Msg: err.Error()}
 	}
 	clients, names := dial(cfg, opts)
-	b := &Backend{Clients: clients, Keys: keys, mode: cfg.Topology(), sharded: cfg.RedisMode == config.ModeCluster}
+	cluster := cfg.RedisMode == config.ModeCluster
+	b := &Backend{Clients: clients, Keys: keys, Partitions: max(cfg.Partitions, 1), mode: cfg.Topology(),
+		sharded: cluster, laneSh: cluster && cfg.Partitions <= 1}
 	if cfg.RedisMode == config.ModeSentinel {
 		b.sentinel = sentinelClient(cfg, opts)
 	}
@@ -85,29 +95,7 @@ func Open(cfg config.Config) (*Backend, error) {
 		}
 		b.probes = append(b.probes, t)
 	}
-	nodes := make([]redis.Scripter, len(clients))
-	for i, c := range clients {
-		nodes[i] = c
-	}
-	b.Locker, err = redislock.New(redislock.Config{
-		Nodes:          nodes,
-		Epoch:          clients[0],
-		NodeNames:      names,
-		Keys:           keys.Lease(),
-		TTL:            cfg.LockTTL,
-		DriftFactor:    cfg.ClockDriftFactor,
-		NodeTimeout:    cfg.RedisNodeTimeout,
-		MinReplicas:    cfg.RedisMinReplicas,
-		ShardedNotices: b.sharded,
-	})
-	if err == nil {
-		b.Queue, err = jobs.New(jobs.Config{
-			Client:         clients[0],
-			Keys:           keys.Lease(),
-			FenceKey:       b.Locker.FenceKey(),
-			ShardedNotices: b.sharded,
-		})
-	}
+	err = b.openLanes(cfg, names)
 	if err == nil {
 		err = b.openFleet(cfg)
 	}
@@ -118,18 +106,87 @@ func Open(cfg config.Config) (*Backend, error) {
 	return b, nil
 }
 
+// openLanes builds each partition's lock and queue, the router over the
+// queues and, with partitions, the group that renews their leases
+// together. Without partitions, partition 0's keys are the lock's own.
+// On a Cluster with partitions, each partition's notices go out with
+// classic PUBLISH: one subscription then hears them all, where sharded
+// pub/sub would take one connection per partition's slot.
+func (b *Backend) openLanes(cfg config.Config, names []string) error {
+	nodes := make([]redis.Scripter, len(b.Clients))
+	for i, c := range b.Clients {
+		nodes[i] = c
+	}
+	queues := make([]*jobs.Queue, b.Partitions)
+	for p := range b.Partitions {
+		keys := b.Keys.Partition(p, b.Partitions)
+		l, err := redislock.New(redislock.Config{
+			Nodes:          nodes,
+			Epoch:          b.Clients[0],
+			NodeNames:      names,
+			Keys:           keys,
+			TTL:            cfg.LockTTL,
+			DriftFactor:    cfg.ClockDriftFactor,
+			NodeTimeout:    cfg.RedisNodeTimeout,
+			MinReplicas:    cfg.RedisMinReplicas,
+			ShardedNotices: b.laneSh,
+		})
+		if err != nil {
+			return err
+		}
+		if queues[p], err = jobs.New(jobs.Config{
+			Client:         b.Clients[0],
+			Keys:           keys,
+			FenceKey:       l.FenceKey(),
+			Partition:      p,
+			ShardedNotices: b.laneSh,
+		}); err != nil {
+			return err
+		}
+		b.Lockers = append(b.Lockers, l)
+	}
+	var err error
+	if b.Queues, err = jobs.NewRouter(queues, b.Clients[0], cfg.RedisMode != config.ModeCluster); err != nil {
+		return err
+	}
+	if b.Partitions > 1 {
+		b.Renewals, err = redislock.NewGroup(b.Lockers, cfg.RedisMode != config.ModeCluster)
+	}
+	return err
+}
+
 // openFleet builds the registry, the history and the operator's side.
 func (b *Backend) openFleet(cfg config.Config) error {
 	first, keys := b.Clients[0], b.Keys
 	var err error
-	if b.Roster, err = roster.New(roster.Config{Client: first, Keys: keys, TTL: 3 * RegistryInterval(cfg), ShardedNotices: b.sharded}); err != nil {
+	if b.Roster, err = roster.New(roster.Config{Client: first, Keys: keys, TTL: RecordTTL(cfg), ShardedNotices: b.sharded}); err != nil {
 		return err
 	}
-	if b.History, err = history.New(history.Config{Client: first, Keys: keys}); err != nil {
+	if b.History, err = history.New(history.Config{Client: first, Keys: keys, Partitions: b.Partitions}); err != nil {
 		return err
 	}
-	b.Operator, err = operator.New(operator.Config{Client: first, Holder: b.Locker.Holder, Queue: b.Queue, Keys: keys, ShardedNotices: b.sharded})
+	holder := func(ctx context.Context, p int) (redislock.Holder, error) {
+		if p < 0 || p >= len(b.Lockers) {
+			return redislock.Holder{}, fmt.Errorf("no partition %d", p)
+		}
+		return b.Lockers[p].Holder(ctx)
+	}
+	b.Operator, err = operator.New(operator.Config{Client: first, Holder: holder, Queues: b.Queues.Queues(), Keys: keys,
+		ShardedNotices: b.sharded})
 	return err
+}
+
+// RecordTTL is how long a replica's registry record lives without a
+// refresh: three refreshes. With partitions, no longer than LOCK_TTL less
+// one refresh (and no shorter than two refreshes), so the record of a
+// replica that died is gone, and its partitions contended for, before
+// its leases run out.
+func RecordTTL(cfg config.Config) time.Duration {
+	every := RegistryInterval(cfg)
+	if cfg.Partitions <= 1 {
+		return 3 * every
+	}
+	return min(3*every, max(2*every, cfg.LockTTL-every))
 }
 
 // Mode names the topology (config.Config.Topology).
@@ -139,7 +196,7 @@ func (b *Backend) Mode() config.Mode { return b.mode }
 // quorum 2)".
 func (b *Backend) Topology() string {
 	if b.mode == config.ModeRedlock {
-		return fmt.Sprintf("redlock (%d nodes, quorum %d)", len(b.Clients), b.Locker.Quorum())
+		return fmt.Sprintf("redlock (%d nodes, quorum %d)", len(b.Clients), b.Lockers[0].Quorum())
 	}
 	return string(b.mode)
 }
@@ -150,11 +207,21 @@ func (b *Backend) Topology() string {
 // in cluster mode sharded pub/sub (SSUBSCRIBE), which keeps a channel on
 // the nodes of its slot, the lock's, instead of broadcasting every message
 // to every node, and follows the slot when a failover moves it.
-func (b *Backend) Sources() []notice.Source {
+//
+// The fleet's channels (the registry's, the operator's) and, without
+// partitions, the lock's and the queue's are on these. With partitions on
+// a Cluster, the partitions' channels are on LaneSources.
+func (b *Backend) Sources() []notice.Source { return b.sources(b.sharded) }
+
+// LaneSources are where the partitions' release and enqueue notices come
+// from: Sources, but for classic pub/sub on a Cluster with partitions.
+func (b *Backend) LaneSources() []notice.Source { return b.sources(b.laneSh) }
+
+func (b *Backend) sources(sharded bool) []notice.Source {
 	out := make([]notice.Source, len(b.Clients))
 	for i, c := range b.Clients {
 		out[i].Subscribe = c.Subscribe
-		if b.sharded {
+		if sharded {
 			out[i].Subscribe = c.SSubscribe
 		}
 		if b.sentinel != nil {

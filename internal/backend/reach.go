@@ -40,7 +40,7 @@ func (b *Backend) Reach(ctx context.Context, timeout time.Duration) error {
 			answered++
 		}
 	}
-	if errs[0] == nil && answered >= b.Locker.Quorum() {
+	if errs[0] == nil && answered >= b.Lockers[0].Quorum() {
 		return nil
 	}
 	for i, err := range errs {

@@ -28,6 +28,9 @@ type Config struct {
 	States []string
 	// Version and GoVersion label lockworker_build_info. Optional.
 	Version, GoVersion string
+	// Charts is how many state charts the replica runs (one per
+	// partition): lockworker_state counts them by state. Default 1.
+	Charts int
 }
 
 // Sources say where scrape-time values come from. They are given after
@@ -71,7 +74,7 @@ func New(cfg Config) (*Metrics, error) {
 		reg:    prometheus.NewRegistry(),
 		states: cfg.States,
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "lockworker_state", Help: "1 for the state the machine is in, 0 for the others.",
+			Name: "lockworker_state", Help: "How many of the replica's state charts (one per partition; one without partitions) are in each state.",
 		}, []string{"state"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockworker_transitions_total", Help: "State machine transitions.",
@@ -104,7 +107,7 @@ func New(cfg Config) (*Metrics, error) {
 	m.reg.MustRegister(m.state, m.transitions, m.acquire, m.renew, m.changes, m.handover, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	m.SetState(cfg.States[0])
+	m.state.WithLabelValues(cfg.States[0]).Set(float64(max(cfg.Charts, 1)))
 	return m, nil
 }
 
@@ -142,16 +145,13 @@ func (m *Metrics) LeaderChange() { m.changes.Inc() }
 // this replica's start as leader.
 func (m *Metrics) ObserveHandover(d time.Duration) { m.handover.Observe(d.Seconds()) }
 
-// Transition records a state change; its signature matches the
+// Transition records one chart's state change; its signature matches the
 // machine's OnTransition hook once the states are named.
 func (m *Metrics) Transition(from, to string) {
 	m.transitions.WithLabelValues(from, to).Inc()
-	m.state.WithLabelValues(from).Set(0)
-	m.state.WithLabelValues(to).Set(1)
+	m.state.WithLabelValues(from).Dec()
+	m.state.WithLabelValues(to).Inc()
 }
-
-// SetState marks s as the current state.
-func (m *Metrics) SetState(s string) { m.state.WithLabelValues(s).Set(1) }
 
 // ObserveAcquire records one acquire attempt, labelled with its result
 // ("acquired", "held" or "error").

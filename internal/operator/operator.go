@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,10 +29,12 @@ type Config struct {
 	// Client is the first Redis node: the request key and the control
 	// channel live there. Required.
 	Client redis.Cmdable
-	// Holder reads who holds the lock (redislock.Locker.Holder). Required.
-	Holder func(ctx context.Context) (redislock.Holder, error)
-	// Queue is the job queue. Required.
-	Queue *jobs.Queue
+	// Holder reads who holds partition p's lock (redislock.Locker.Holder
+	// of that partition; p is 0 without partitions). Required.
+	Holder func(ctx context.Context, p int) (redislock.Holder, error)
+	// Queues are the partitions' job queues, by partition (one without
+	// partitions). Required.
+	Queues []*jobs.Queue
 	// Keys names the step-down request and the control channel (package
 	// keyspace). Required.
 	Keys keyspace.Base
@@ -60,8 +63,8 @@ func New(cfg Config) (*Operator, error) {
 	if cfg.Holder == nil {
 		errs = append(errs, errors.New("operator: Holder is required"))
 	}
-	if cfg.Queue == nil {
-		errs = append(errs, errors.New("operator: Queue is required"))
+	if len(cfg.Queues) == 0 || slices.Contains(cfg.Queues, nil) {
+		errs = append(errs, errors.New("operator: Queues are required, one per partition"))
 	}
 	if cfg.Keys.IsZero() {
 		errs = append(errs, errors.New("operator: Keys is required"))
@@ -89,13 +92,17 @@ type Handover struct {
 	Took time.Duration
 }
 
-// StepDown asks the current leader to step down and waits, until ctx is
-// done, for another leadership to hold the lock. It returns ErrNoLeader
-// when nobody holds it, and an error when the leader still holds it when
-// ctx ends; a release with nobody holding the lock yet is a success with
-// To.Held false.
-func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
-	from, err := o.cfg.Holder(ctx)
+// StepDown asks the current leader of partition p (0 without
+// partitions) to step down and waits, until ctx is done, for another
+// leadership to hold its lock. It returns ErrNoLeader when nobody holds
+// it, and an error when the leader still holds it when ctx ends; a
+// release with nobody holding the lock yet is a success with To.Held
+// false.
+func (o *Operator) StepDown(ctx context.Context, p int) (Handover, error) {
+	if err := o.check(p); err != nil {
+		return Handover{}, err
+	}
+	from, err := o.cfg.Holder(ctx, p)
 	if err != nil {
 		return Handover{}, fmt.Errorf("operator: step down: read the lock: %w", err)
 	}
@@ -107,7 +114,7 @@ func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
 	sent := time.Time{}
 	for {
 		if time.Since(sent) >= o.cfg.Resend {
-			if err := o.request(ctx, from.Token); err != nil {
+			if err := o.request(ctx, p, from.Token); err != nil {
 				return h, err
 			}
 			sent = time.Now()
@@ -115,7 +122,7 @@ func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
 		if !backoff.Sleep(ctx, o.cfg.Poll) {
 			break
 		}
-		now, err := o.cfg.Holder(ctx)
+		now, err := o.cfg.Holder(ctx, p)
 		if err != nil {
 			continue // read again; the deadline bounds it
 		}
@@ -134,13 +141,13 @@ func (o *Operator) StepDown(ctx context.Context) (Handover, error) {
 	return h, fmt.Errorf("operator: %s (token %d) did not step down within %s", from.WorkerID, from.Token, time.Since(start).Round(time.Millisecond))
 }
 
-// request writes the step-down request for token and announces it. No
-// listener at all is an error: nobody would ever read it.
-func (o *Operator) request(ctx context.Context, token int64) error {
+// request writes the step-down request for partition p's token and
+// announces it. No listener at all is an error: nobody would ever read it.
+func (o *Operator) request(ctx context.Context, p int, token int64) error {
 	var pub *redis.IntCmd
-	_, err := o.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, o.cfg.Keys.Lease().StepDown(), token, requestTTL)
-		pub = notice.Publish(ctx, p, o.cfg.ShardedNotices, o.cfg.Keys.ControlChannel(), "stepdown")
+	_, err := o.cfg.Client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, o.lease(p).StepDown(), token, requestTTL)
+		pub = notice.Publish(ctx, pipe, o.cfg.ShardedNotices, o.cfg.Keys.ControlChannel(), "stepdown")
 		return nil
 	})
 	if err != nil {
@@ -152,9 +159,13 @@ func (o *Operator) request(ctx context.Context, token int64) error {
 	return nil
 }
 
-// Requested returns the token an operator asked to step down, 0 when none.
-func (o *Operator) Requested(ctx context.Context) (int64, error) {
-	v, err := o.cfg.Client.Get(ctx, o.cfg.Keys.Lease().StepDown()).Result()
+// Requested returns the token of partition p an operator asked to step
+// down, 0 when none.
+func (o *Operator) Requested(ctx context.Context, p int) (int64, error) {
+	if err := o.check(p); err != nil {
+		return 0, err
+	}
+	v, err := o.cfg.Client.Get(ctx, o.lease(p).StepDown()).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -164,9 +175,16 @@ func (o *Operator) Requested(ctx context.Context) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
-// Pause stops the leader from taking new jobs, fleet-wide.
-func (o *Operator) Pause(ctx context.Context) error {
-	if err := o.cfg.Queue.Pause(ctx); err != nil {
+// Partitions is the fleet's partition count.
+func (o *Operator) Partitions() int { return len(o.cfg.Queues) }
+
+// AllPartitions stands for every partition in Pause and Resume.
+const AllPartitions = -1
+
+// Pause stops the leader of partition p from taking new jobs, or of
+// every partition for AllPartitions.
+func (o *Operator) Pause(ctx context.Context, p int) error {
+	if err := o.each(p, func(q *jobs.Queue) error { return q.Pause(ctx) }); err != nil {
 		return err
 	}
 	o.announce(ctx, "pause")
@@ -174,23 +192,56 @@ func (o *Operator) Pause(ctx context.Context) error {
 }
 
 // Resume undoes Pause.
-func (o *Operator) Resume(ctx context.Context) error {
-	if err := o.cfg.Queue.Resume(ctx); err != nil {
+func (o *Operator) Resume(ctx context.Context, p int) error {
+	if err := o.each(p, func(q *jobs.Queue) error { return q.Resume(ctx) }); err != nil {
 		return err
 	}
 	o.announce(ctx, "resume")
 	return nil
 }
 
-// Requeue moves the dead letter id back to the queue as a new job and
-// returns its ID; jobs.ErrNotFound when id is no dead letter.
+// Requeue moves the dead letter id back to its partition's queue as a new
+// job and returns its ID; jobs.ErrNotFound when id is no dead letter of
+// any partition.
 func (o *Operator) Requeue(ctx context.Context, id string) (string, error) {
-	newID, err := o.cfg.Queue.Requeue(ctx, id)
+	var newID string
+	var err error
+	for _, q := range o.cfg.Queues {
+		if newID, err = q.Requeue(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+			break
+		}
+	}
 	if err != nil {
 		return "", err
 	}
 	o.announce(ctx, "requeue")
 	return newID, nil
+}
+
+// check refuses a partition the fleet does not have.
+func (o *Operator) check(p int) error {
+	if p < 0 || p >= len(o.cfg.Queues) {
+		return fmt.Errorf("operator: no partition %d: the fleet has %d (0 to %d)", p, len(o.cfg.Queues), len(o.cfg.Queues)-1)
+	}
+	return nil
+}
+
+func (o *Operator) lease(p int) keyspace.Lease { return o.cfg.Keys.Partition(p, len(o.cfg.Queues)) }
+
+// each runs fn on partition p's queue, or on every queue for
+// AllPartitions, and joins the errors.
+func (o *Operator) each(p int, fn func(*jobs.Queue) error) error {
+	if p == AllPartitions {
+		var errs []error
+		for _, q := range o.cfg.Queues {
+			errs = append(errs, fn(q))
+		}
+		return errors.Join(errs...)
+	}
+	if err := o.check(p); err != nil {
+		return err
+	}
+	return fn(o.cfg.Queues[p])
 }
 
 // announce tells listeners something changed; the change itself is done,

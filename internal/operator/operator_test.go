@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,8 @@ func newRig(t *testing.T) *rig {
 	if r.queue, err = jobs.New(jobs.Config{Client: r.c, Keys: keys.Lease()}); err != nil {
 		t.Fatal(err)
 	}
-	if r.op, err = New(Config{Client: r.c, Holder: r.locker.Holder, Queue: r.queue, Keys: keys}); err != nil {
+	holder := func(ctx context.Context, _ int) (redislock.Holder, error) { return r.locker.Holder(ctx) }
+	if r.op, err = New(Config{Client: r.c, Holder: holder, Queues: []*jobs.Queue{r.queue}, Keys: keys}); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -63,7 +65,7 @@ func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (st
 			if notices.Add(1) == 1 {
 				continue
 			}
-			tok, err := r.op.Requested(context.Background())
+			tok, err := r.op.Requested(context.Background(), 0)
 			if err != nil || tok != lease.Token() {
 				continue
 			}
@@ -79,19 +81,19 @@ func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (st
 func TestStepDown(t *testing.T) {
 	r := newRig(t)
 	ctx := t.Context()
-	if _, err := r.op.StepDown(ctx); !errors.Is(err, ErrNoLeader) {
+	if _, err := r.op.StepDown(ctx, 0); !errors.Is(err, ErrNoLeader) {
 		t.Fatalf("StepDown with no leader: %v", err)
 	}
 	lease, err := r.locker.Acquire(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.op.StepDown(ctx); err == nil || !strings.Contains(err.Error(), "no replica listens") {
+	if _, err := r.op.StepDown(ctx, 0); err == nil || !strings.Contains(err.Error(), "no replica listens") {
 		t.Fatalf("StepDown with nobody listening: %v", err)
 	}
 	stop, notices := r.leader(t, lease, "b")
 	defer stop()
-	h, err := r.op.StepDown(ctx)
+	h, err := r.op.StepDown(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestStepDownReleasedOnly(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	h, err := r.op.StepDown(ctx)
+	h, err := r.op.StepDown(ctx, 0)
 	if err != nil || h.To.Held || h.Took <= 0 {
 		t.Fatalf("StepDown = %+v, %v", h, err)
 	}
@@ -135,7 +137,7 @@ func TestStepDownRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.op.StepDown(ctx); err == nil || !strings.Contains(err.Error(), "stubborn") {
+	if _, err := r.op.StepDown(ctx, 0); err == nil || !strings.Contains(err.Error(), "stubborn") {
 		t.Fatalf("StepDown = %v, want it to name the leader that did not step down", err)
 	}
 }
@@ -150,13 +152,13 @@ func TestQueueActionsAnnounce(t *testing.T) {
 	if _, err := ps.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.op.Pause(ctx); err != nil {
+	if err := r.op.Pause(ctx, AllPartitions); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := r.queue.Stats(ctx); !s.Paused {
 		t.Fatal("not paused")
 	}
-	if err := r.op.Resume(ctx); err != nil {
+	if err := r.op.Resume(ctx, AllPartitions); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := r.queue.Stats(ctx); s.Paused {
@@ -176,7 +178,70 @@ func TestQueueActionsAnnounce(t *testing.T) {
 	if strings.Join(got, ",") != "pause,resume" {
 		t.Errorf("announced %v", got)
 	}
-	if tok, err := r.op.Requested(ctx); err != nil || tok != 0 {
+	if tok, err := r.op.Requested(ctx, 0); err != nil || tok != 0 {
 		t.Errorf("Requested with no request = %d, %v", tok, err)
+	}
+}
+
+// TestPartitions: pause and resume act on one partition or on all; a
+// step-down request names its partition; a partition out of range is
+// refused.
+func TestPartitions(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	c := s.Client()
+	var queues []*jobs.Queue
+	for p := range 3 {
+		q, err := jobs.New(jobs.Config{Client: c, Keys: keys.Partition(p, 3), Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		queues = append(queues, q)
+	}
+	op, err := New(Config{Client: c, Queues: queues, Keys: keys,
+		Holder: func(context.Context, int) (redislock.Holder, error) { return redislock.Holder{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	paused := func() []bool {
+		var out []bool
+		for _, q := range queues {
+			st, err := q.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, st.Paused)
+		}
+		return out
+	}
+	if err := op.Pause(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := paused(); !slices.Equal(got, []bool{false, true, false}) {
+		t.Fatalf("after pausing partition 1: %v", got)
+	}
+	if err := op.Pause(ctx, AllPartitions); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Resume(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := paused(); !slices.Equal(got, []bool{true, true, false}) {
+		t.Fatalf("after pausing all and resuming 2: %v", got)
+	}
+	for _, bad := range []int{-2, 3} {
+		if err := op.Pause(ctx, bad); err == nil || !strings.Contains(err.Error(), "no partition") {
+			t.Errorf("Pause(%d) = %v, want refused", bad, err)
+		}
+		if _, err := op.StepDown(ctx, bad); err == nil {
+			t.Errorf("StepDown(%d) accepted", bad)
+		}
+	}
+	c.Set(ctx, keys.Partition(2, 3).StepDown(), 7, time.Minute)
+	if tok, err := op.Requested(ctx, 2); err != nil || tok != 7 {
+		t.Fatalf("partition 2's request: %d, %v", tok, err)
+	}
+	if tok, err := op.Requested(ctx, 1); err != nil || tok != 0 {
+		t.Fatalf("partition 1's request: %d, %v; want none", tok, err)
 	}
 }

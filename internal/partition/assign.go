@@ -22,13 +22,17 @@ type Member struct {
 	// partition over only to a member that waits for it, so the handover
 	// takes milliseconds. Assign does not read it.
 	Contending []int
+	// Avoiding lists the partitions the member must not be given (it
+	// stepped down from them on an operator's request, for a while).
+	Avoiding []int
 }
 
 // Assignment is who should own each partition.
 type Assignment struct {
 	// Owner is the member each partition should belong to, by partition.
 	Owner []string
-	// Quota is how many partitions each member should own.
+	// Quota is how many partitions each member is given: balanced to one,
+	// but where a member avoids partitions the others take them.
 	Quota map[string]int
 }
 
@@ -41,9 +45,13 @@ type Assignment struct {
 //     them: those that own the most now (so a settled fleet keeps its
 //     counts), ties broken by a hash of the ID.
 //  3. Each member keeps the partitions it owns, up to its quota, its
-//     highest-scored first (score: a hash of the member and the partition).
+//     highest-scored first (score: a hash of the member and the partition),
+//     but for those it avoids.
 //  4. The partitions nobody kept go to the members below their quota,
-//     highest score first (rendezvous hashing with capacities).
+//     highest score first (rendezvous hashing with capacities), none to a
+//     member that avoids it.
+//  5. A partition every member with room avoids goes, over quota, to the
+//     highest-scored member that does not avoid it (none, when all do).
 func Assign(n int, members []Member) Assignment {
 	ms := slices.Clone(members)
 	slices.SortFunc(ms, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
@@ -85,9 +93,16 @@ func Assign(n int, members []Member) Assignment {
 		}
 	}
 
+	avoids := make(map[string]map[int]bool, len(ms))
+	for _, m := range ms {
+		avoids[m.ID] = make(map[int]bool, len(m.Avoiding))
+		for _, p := range m.Avoiding {
+			avoids[m.ID][p] = true
+		}
+	}
 	room := make(map[string]int, len(ms)) // step 3
 	for _, m := range ms {
-		ps := owns[m.ID]
+		ps := slices.DeleteFunc(owns[m.ID], func(p int) bool { return avoids[m.ID][p] })
 		slices.SortFunc(ps, func(x, y int) int { return cmp.Compare(score(m.ID, y), score(m.ID, x)) })
 		keep := min(len(ps), a.Quota[m.ID])
 		for _, p := range ps[:keep] {
@@ -107,7 +122,7 @@ func Assign(n int, members []Member) Assignment {
 			continue
 		}
 		for _, m := range ms {
-			if room[m.ID] > 0 {
+			if room[m.ID] > 0 && !avoids[m.ID][p] {
 				pairs = append(pairs, pair{score(m.ID, p), p, m.ID})
 			}
 		}
@@ -125,6 +140,27 @@ func Assign(n int, members []Member) Assignment {
 		if a.Owner[x.p] == "" && room[x.id] > 0 {
 			a.Owner[x.p] = x.id
 			room[x.id]--
+		}
+	}
+	for p, id := range a.Owner { // step 5
+		if id != "" {
+			continue
+		}
+		var best uint64
+		for _, m := range ms {
+			if s := score(m.ID, p); !avoids[m.ID][p] && (a.Owner[p] == "" || s > best) {
+				a.Owner[p], best = m.ID, s
+			}
+		}
+		if a.Owner[p] != "" {
+			a.Quota[a.Owner[p]]++
+			for _, m := range ms { // the room it leaves unfilled
+				if room[m.ID] > 0 && avoids[m.ID][p] {
+					room[m.ID]--
+					a.Quota[m.ID]--
+					break
+				}
+			}
 		}
 	}
 	return a

@@ -173,3 +173,22 @@ func TestOfIsXXH64(t *testing.T) {
 		}
 	}
 }
+
+// A member never gets a partition it avoids, nor keeps one; one that
+// every member with room avoids stays without an owner.
+func TestAssignAvoids(t *testing.T) {
+	a := Assign(4, []Member{
+		{ID: "a", Owned: map[int]int64{0: 1, 1: 1}, Avoiding: []int{0}},
+		{ID: "b", Owned: map[int]int64{2: 1, 3: 1}},
+	})
+	if a.Owner[0] != "b" || a.Owner[1] != "a" {
+		t.Fatalf("owners %v: want 0 moved to b, 1 kept by a", a.Owner)
+	}
+	if c := counts(a); c["a"] != a.Quota["a"] || c["b"] != a.Quota["b"] || c[""] != 0 {
+		t.Fatalf("counts %v, quotas %v: every partition owned, as the quotas say", c, a.Quota)
+	}
+	alone := Assign(2, []Member{{ID: "a", Avoiding: []int{1}}})
+	if alone.Owner[0] != "a" || alone.Owner[1] != "" {
+		t.Fatalf("owners %v, want [a \"\"]", alone.Owner)
+	}
+}

@@ -42,6 +42,9 @@ type Lane interface {
 	Phase() Phase
 	// Token is the fencing token of the lease the lane owns; 0 otherwise.
 	Token() int64
+	// Avoiding reports that this replica must not lead the partition for
+	// now (it stepped down from it on an operator's request).
+	Avoiding() bool
 	// Contend starts contending for the partition (TRY_ACQUIRE_LOCK from
 	// idle); it does nothing in any other phase.
 	Contend()

@@ -17,8 +17,13 @@ type syncLane struct {
 
 func (l *syncLane) Phase() Phase { l.mu.Lock(); defer l.mu.Unlock(); return l.fakeLane.Phase() }
 func (l *syncLane) Token() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.fakeLane.Token() }
-func (l *syncLane) Contend()     { l.mu.Lock(); defer l.mu.Unlock(); l.fakeLane.Contend() }
-func (l *syncLane) Leave()       { l.mu.Lock(); defer l.mu.Unlock(); l.fakeLane.Leave() }
+func (l *syncLane) Avoiding() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fakeLane.Avoiding()
+}
+func (l *syncLane) Contend() { l.mu.Lock(); defer l.mu.Unlock(); l.fakeLane.Contend() }
+func (l *syncLane) Leave()   { l.mu.Lock(); defer l.mu.Unlock(); l.fakeLane.Leave() }
 
 func TestCoordinatorReadsAndPlans(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -57,6 +57,9 @@ func (p *planner) plan() Status {
 	self := Member{ID: p.cfg.Self, Owned: map[int]int64{}}
 	moving := 0
 	for i, l := range p.cfg.Lanes {
+		if l.Avoiding() {
+			self.Avoiding = append(self.Avoiding, i)
+		}
 		switch ph := l.Phase(); {
 		case ph == Owning:
 			self.Owned[i] = l.Token()
@@ -98,7 +101,7 @@ func (p *planner) plan() Status {
 			p.freeSince[i] = now
 		}
 		mine := a.Owner[i] == p.cfg.Self
-		orphan := !owned[i] && now.Sub(p.freeSince[i]) >= p.cfg.FreeGrace
+		orphan := !owned[i] && now.Sub(p.freeSince[i]) >= p.cfg.FreeGrace && !l.Avoiding()
 		switch l.Phase() {
 		case Idle:
 			if mine || orphan {

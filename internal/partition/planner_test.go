@@ -11,10 +11,12 @@ type fakeLane struct {
 	phase  Phase
 	token  int64
 	leaves int
+	avoid  bool
 }
 
-func (l *fakeLane) Phase() Phase { return l.phase }
-func (l *fakeLane) Token() int64 { return l.token }
+func (l *fakeLane) Phase() Phase   { return l.phase }
+func (l *fakeLane) Avoiding() bool { return l.avoid }
+func (l *fakeLane) Token() int64   { return l.token }
 func (l *fakeLane) Contend() {
 	if l.phase == Idle {
 		l.phase = Contending
@@ -189,5 +191,36 @@ func TestPlannerStopsContendingForOthers(t *testing.T) {
 	r.p.plan()
 	if n := len(r.phases(Contending)); n != 1 {
 		t.Fatalf("%d lanes contend with B owning both, want 1 (self's quota)", n)
+	}
+}
+
+// A partition this replica stepped down from goes to another member that
+// has room; this replica stops contending for it.
+func TestPlannerAvoids(t *testing.T) {
+	r := newRig(t, 4)
+	b := Member{ID: "b", Owned: map[int]int64{}}
+	r.p.members([]Member{b})
+	r.now = r.now.Add(2 * time.Second) // b has settled
+	r.p.members([]Member{b})
+	st := r.p.plan()
+	mine := r.phases(Contending)
+	if len(mine) != 2 || st.Quota["self"] != 2 {
+		t.Fatalf("self contends for %v (%v)", mine, st.Quota)
+	}
+	r.own()
+	step := mine[0]
+	r.lanes[step].avoid = true
+	r.lanes[step].phase = Contending // its work ended on the step-down: it rejoined the followers
+	st = r.p.plan()
+	if st.Owner[step] != "b" {
+		t.Fatalf("partition %d goes to %q after self stepped down, want b", step, st.Owner[step])
+	}
+	if r.lanes[step].phase != Idle {
+		t.Fatalf("self still contends for partition %d it avoids", step)
+	}
+	r.now = r.now.Add(time.Hour) // long after the grace: still avoided
+	r.p.plan()
+	if r.lanes[step].phase != Idle {
+		t.Fatalf("self contends for the avoided partition %d as an orphan", step)
 	}
 }
