@@ -47,7 +47,7 @@ func runDeadLetters(ctx context.Context, getenv func(string) string, args []stri
 		return err
 	}
 	defer done()
-	dead, err := p.Queue.DeadLetters(ctx, *limit)
+	dead, err := p.Queues.DeadLetters(ctx, *limit)
 	if err != nil {
 		return err
 	}

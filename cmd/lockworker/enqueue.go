@@ -2,20 +2,23 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/lines"
 )
 
-const enqueueUsage = `usage: lockworker enqueue [--] PAYLOAD...
-       lockworker enqueue < file
-       lockworker enqueue --lines < file
+const enqueueUsage = `usage: lockworker enqueue [--key K] [--] PAYLOAD...
+       lockworker enqueue [--key K] < file
+       lockworker enqueue --lines [--key K | --key-field F] < file
 
 Adds one job: the arguments joined by spaces, or stdin when there are none
 (1 byte to 1 MiB either way), and prints its ID. Put -- before a payload
@@ -25,6 +28,11 @@ With --lines, adds one job per line of stdin, all or none, in order, and
 prints their IDs in the same order, one per line. Lines end with \n or
 \r\n; empty lines are skipped. At most 1000 jobs, 1 MiB per line and
 8 MiB in all: a bad line is named by its number and nothing is enqueued.
+  --key K        the jobs' ordering key: jobs of one key run one at a
+                 time, in enqueue order (with PARTITIONS > 1 the key
+                 picks the partition; without a key, the job's ID does)
+  --key-field F  with --lines: each line is a JSON object, and its string
+                 field F is that line's key
 
 An enqueued job waits in Redis until the leader takes it; nothing needs
 to be running now. For HTTP, a replica's POST /jobs does the same (with
@@ -38,11 +46,21 @@ JOBS_TOKEN).
 func runEnqueue(ctx context.Context, getenv func(string) string, args []string, in io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
 	perLine := fs.Bool("lines", false, "one job per line of stdin")
+	key := fs.String("key", "", "the jobs' ordering key")
+	field := fs.String("key-field", "", "with --lines, the JSON field that holds each line's key")
 	if help, err := parseFlags(fs, args, enqueueUsage, stdout); help || err != nil {
 		return err
 	}
+	switch {
+	case *key != "" && *field != "":
+		return usageError("enqueue", "give --key or --key-field, not both")
+	case *field != "" && !*perLine:
+		return usageError("enqueue", "--key-field goes with --lines")
+	case len(*key) > jobs.MaxKey || strings.ContainsFunc(*key, unicode.IsControl):
+		return usageError("enqueue", "--key: at most %d bytes, no control characters", jobs.MaxKey)
+	}
 	if *perLine {
-		return enqueueLines(ctx, getenv, fs.Args(), in, stdout)
+		return enqueueLines(ctx, getenv, fs.Args(), *key, *field, in, stdout)
 	}
 	payload, err := readPayload(fs.Args(), in)
 	if err != nil {
@@ -53,7 +71,7 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 		return err
 	}
 	defer done()
-	id, err := p.Queue.Enqueue(ctx, "", payload)
+	id, _, err := p.Queues.Enqueue(ctx, *key, payload)
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -62,8 +80,8 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 }
 
 // enqueueLines is enqueue --lines: the whole of stdin is read and checked
-// before Redis is dialled, so a bad line enqueues nothing.
-func enqueueLines(ctx context.Context, getenv func(string) string, args []string, in io.Reader, stdout io.Writer) error {
+// (the keys too) before Redis is dialled, so a bad line enqueues nothing.
+func enqueueLines(ctx context.Context, getenv func(string) string, args []string, key, field string, in io.Reader, stdout io.Writer) error {
 	if len(args) > 0 {
 		return usageError("enqueue", "--lines reads the jobs from stdin and takes no arguments")
 	}
@@ -75,16 +93,34 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 	case err != nil:
 		return fmt.Errorf("enqueue: %w", err)
 	}
+	items := make([]jobs.Item, len(payloads))
+	for i, pl := range payloads {
+		items[i] = jobs.Item{Key: key, Payload: pl}
+		if field == "" {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(pl, &obj) != nil || json.Unmarshal(obj[field], &items[i].Key) != nil || items[i].Key == "" ||
+			len(items[i].Key) > jobs.MaxKey || strings.ContainsFunc(items[i].Key, unicode.IsControl) {
+			return inputError("enqueue: job %d: no string field %q of 1 to %d bytes without control characters for its key; nothing enqueued",
+				i+1, field, jobs.MaxKey)
+		}
+	}
 	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
-	items := make([]jobs.Item, len(payloads))
-	for i, pl := range payloads {
-		items[i].Payload = pl
+	ids, err := p.Queues.EnqueueMany(ctx, items)
+	var partial *jobs.PartialError
+	if errors.As(err, &partial) {
+		w := bufio.NewWriter(stdout)
+		for _, id := range partial.IDs {
+			fmt.Fprintln(w, cmp.Or(id, "-"))
+		}
+		_ = w.Flush()
+		return fmt.Errorf("enqueue: %w (the IDs printed are the jobs enqueued, - the others)", err)
 	}
-	ids, err := p.Queue.EnqueueMany(ctx, items)
 	if err != nil {
 		if errors.Is(err, jobs.ErrOutcomeUnknown) {
 			return fmt.Errorf("enqueue: %w", err)

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/lockworker/lockworker/internal/backend"
+	"github.com/lockworker/lockworker/internal/operator"
 )
 
-const stepDownUsage = `usage: lockworker stepdown
+const stepDownUsage = `usage: lockworker stepdown [--partition N]
 
 Asks the leader to step down, through Redis (no replica's HTTP port is
 needed): the replica that leads with the current fencing token stops its
@@ -16,13 +19,17 @@ RETRY_INTERVAL, so another replica takes over within milliseconds. It
 waits for that replica and prints who leads now, with its token and how
 long it took. Exit 1 when nobody leads, or when the leader did not let go
 within 5 s.
+  --partition N  with PARTITIONS > 1, the partition whose leader steps
+                 down (required there); it goes to another replica
 
 ` + redisSettings
 
 // runStepDown asks the current leader to step down, through Redis (no
 // daemon's HTTP port needed), and waits for another replica to lead.
 func runStepDown(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
-	if help, err := noArgs(flag.NewFlagSet("stepdown", flag.ContinueOnError), args, stepDownUsage, stdout); help || err != nil {
+	fs := flag.NewFlagSet("stepdown", flag.ContinueOnError)
+	part := partitionFlag(fs, "the partition whose leader steps down")
+	if help, err := noArgs(fs, args, stepDownUsage, stdout); help || err != nil {
 		return err
 	}
 	p, ctx, done, err := oneShot(ctx, getenv)
@@ -30,7 +37,11 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 		return err
 	}
 	defer done()
-	h, err := p.Operator.StepDown(ctx)
+	n, err := onePartition("stepdown", p, *part)
+	if err != nil {
+		return err
+	}
+	h, err := p.Operator.StepDown(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -44,20 +55,24 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 	return err
 }
 
-const pauseUsage = `usage: lockworker pause
+const pauseUsage = `usage: lockworker pause [--partition N]
 
 Pauses the job queue for the whole fleet: the leader keeps the lock and
 finishes the job in flight (with group commit, the rest of its batch),
 then takes no new job until lockworker resume. Jobs can still be
 enqueued. status, /status, the dashboard and the metric
 lockworker_queue_paused show the pause.
+  --partition N  with PARTITIONS > 1, pause only partition N's queue
+                 (default: every partition's)
 
 ` + redisSettings
 
 // runPause stops the leader from taking new jobs, fleet-wide; it keeps
 // the lock, and the job in flight finishes.
 func runPause(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
-	if help, err := noArgs(flag.NewFlagSet("pause", flag.ContinueOnError), args, pauseUsage, stdout); help || err != nil {
+	fs := flag.NewFlagSet("pause", flag.ContinueOnError)
+	part := partitionFlag(fs, "pause only this partition's queue")
+	if help, err := noArgs(fs, args, pauseUsage, stdout); help || err != nil {
 		return err
 	}
 	p, ctx, done, err := oneShot(ctx, getenv)
@@ -65,23 +80,31 @@ func runPause(ctx context.Context, getenv func(string) string, args []string, st
 		return err
 	}
 	defer done()
-	if err := p.Operator.Pause(ctx); err != nil {
+	n, what, err := somePartitions("pause", p, *part)
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, "queue paused: the leader takes no new job until lockworker resume")
+	if err := p.Operator.Pause(ctx, n); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s paused: the leader takes no new job until lockworker resume\n", what)
 	return err
 }
 
-const resumeUsage = `usage: lockworker resume
+const resumeUsage = `usage: lockworker resume [--partition N]
 
 Lifts a pause (lockworker pause): the leader is woken at once and takes
 the next job. Resuming a queue that is not paused changes nothing.
+  --partition N  with PARTITIONS > 1, resume only partition N's queue
+                 (default: every partition's)
 
 ` + redisSettings
 
 // runResume lifts a pause.
 func runResume(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
-	if help, err := noArgs(flag.NewFlagSet("resume", flag.ContinueOnError), args, resumeUsage, stdout); help || err != nil {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	part := partitionFlag(fs, "resume only this partition's queue")
+	if help, err := noArgs(fs, args, resumeUsage, stdout); help || err != nil {
 		return err
 	}
 	p, ctx, done, err := oneShot(ctx, getenv)
@@ -89,9 +112,27 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 		return err
 	}
 	defer done()
-	if err := p.Operator.Resume(ctx); err != nil {
+	n, what, err := somePartitions("resume", p, *part)
+	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(stdout, "queue resumed")
+	if err := p.Operator.Resume(ctx, n); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s resumed\n", what)
 	return err
+}
+
+// somePartitions is what pause and resume act on: the partition
+// --partition names, else all of them (operator.AllPartitions), and how
+// to say it.
+func somePartitions(cmd string, b *backend.Backend, p int) (int, string, error) {
+	switch {
+	case p == -1 && b.Partitions == 1:
+		return operator.AllPartitions, "queue", nil
+	case p == -1:
+		return operator.AllPartitions, fmt.Sprintf("all %d partitions' queues", b.Partitions), nil
+	}
+	n, err := onePartition(cmd, b, p)
+	return n, fmt.Sprintf("partition %d's queue", n), err
 }

@@ -35,7 +35,7 @@ func runRequeue(ctx context.Context, getenv func(string) string, args []string, 
 	defer done()
 	var errs []error
 	for _, id := range args {
-		newID, err := p.Queue.Requeue(ctx, id)
+		newID, err := p.Operator.Requeue(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue

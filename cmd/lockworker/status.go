@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
@@ -27,6 +28,10 @@ type statusReport struct {
 	Epoch int64 `json:"epoch"`
 	figures.Queue
 	Replicas []roster.Record `json:"replicas"`
+	// Partitions is the fleet's partition count; with more than one, the
+	// lock fields are empty (each partition has its own lock) and the
+	// queue's figures are every partition's summed.
+	Partitions int `json:"partitions"`
 }
 
 const statusUsage = `usage: lockworker status [--json]
@@ -55,11 +60,13 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 		return err
 	}
 	defer done()
-	h, err := p.Locker.Holder(ctx)
-	if err != nil {
-		return fmt.Errorf("read the lock: %w", err)
+	var h redislock.Holder
+	if p.Partitions == 1 { // with partitions, lockworker partitions shows each lock
+		if h, err = p.Lockers[0].Holder(ctx); err != nil {
+			return fmt.Errorf("read the lock: %w", err)
+		}
 	}
-	q, err := p.Queue.Stats(ctx)
+	q, err := p.Queues.Stats(ctx)
 	if err != nil {
 		return fmt.Errorf("read the queue: %w", err)
 	}
@@ -70,6 +77,7 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 	r := statusReport{
 		LockKey: p.Keys.Key(), Mode: string(p.Mode()), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
 		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch), Queue: q, Replicas: replicas,
+		Partitions: p.Partitions,
 	}
 	if r.Replicas == nil {
 		r.Replicas = []roster.Record{}
@@ -88,14 +96,18 @@ func printStatus(w io.Writer, r statusReport, topology string, leaseLeft time.Du
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "lock\t%s\n", r.LockKey)
 	fmt.Fprintf(tw, "mode\t%s\n", topology)
-	if r.Held {
+	if r.Partitions > 1 {
+		fmt.Fprintf(tw, "partitions\t%d (lockworker partitions: each one's leader and queue)\n", r.Partitions)
+	} else if r.Held {
 		fmt.Fprintf(tw, "leader\t%s\n", r.Holder)
 		fmt.Fprintf(tw, "token\t%d\n", r.Token)
 		fmt.Fprintf(tw, "lease left\t%s\n", leaseLeft.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(tw, "leader\t(none: the lock is free)\n")
 	}
-	fmt.Fprintf(tw, "epoch\t%d\n", r.Epoch)
+	if r.Partitions <= 1 {
+		fmt.Fprintf(tw, "epoch\t%d\n", r.Epoch)
+	}
 	queue := "running"
 	if r.Paused {
 		queue = "paused (lockworker resume)"

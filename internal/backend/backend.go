@@ -217,6 +217,10 @@ func (b *Backend) Sources() []notice.Source { return b.sources(b.sharded) }
 // from: Sources, but for classic pub/sub on a Cluster with partitions.
 func (b *Backend) LaneSources() []notice.Source { return b.sources(b.laneSh) }
 
+// LaneNoticesApart reports that the partitions' notices need a
+// subscription apart from the fleet's (LaneSources differ from Sources).
+func (b *Backend) LaneNoticesApart() bool { return b.laneSh != b.sharded }
+
 func (b *Backend) sources(sharded bool) []notice.Source {
 	out := make([]notice.Source, len(b.Clients))
 	for i, c := range b.Clients {

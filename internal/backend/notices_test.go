@@ -54,7 +54,7 @@ func (c *calls) get(ch string) int {
 
 func testNoticesAcrossFailover(t *testing.T, b *Backend, failover func(context.Context) error) {
 	t.Helper()
-	released, enqueued := b.Keys.Lease().ReleasedChannel(), b.Queue.EnqueuedChannel()
+	released, enqueued := b.Keys.Lease().ReleasedChannel(), b.Queues.Queues()[0].EnqueuedChannel()
 	got := &calls{n: map[string]int{}}
 	logs := &tail.Buffer{}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -73,10 +73,10 @@ func testNoticesAcrossFailover(t *testing.T, b *Backend, failover func(context.C
 		t.Helper()
 		r0, e0 := got.get(released), got.get(enqueued)
 		poll.Until(t, 20*time.Second, "a release and an enqueue notice "+when, func() bool {
-			if lease, err := b.Locker.Acquire(ctx, "w"); err == nil {
-				_ = b.Locker.Release(ctx, lease)
+			if lease, err := b.Lockers[0].Acquire(ctx, "w"); err == nil {
+				_ = b.Lockers[0].Release(ctx, lease)
 			}
-			_, _ = b.Queue.Enqueue(ctx, "", []byte("x"))
+			_, _ = b.Queues.Queues()[0].Enqueue(ctx, "", []byte("x"))
 			deadline := time.Now().Add(300 * time.Millisecond)
 			for time.Now().Before(deadline) && (got.get(released) == r0 || got.get(enqueued) == e0) {
 				time.Sleep(poll.Interval)

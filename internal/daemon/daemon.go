@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/buildinfo"
@@ -23,37 +21,36 @@ import (
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/metrics"
 	"github.com/lockworker/lockworker/internal/operator"
+	"github.com/lockworker/lockworker/internal/partition"
 	"github.com/lockworker/lockworker/internal/roster"
 )
-
-// idlePoll is how often an idle leader looks at its queue when no enqueue
-// notice comes (jittered to [idlePoll/2, idlePoll]).
-const idlePoll = 2 * time.Second
 
 // Daemon is one replica, assembled and ready to Run.
 type Daemon struct {
 	cfg      config.Config
 	log      *slog.Logger
 	be       *backend.Backend
-	worker   *jobs.Worker
 	metrics  *metrics.Metrics
-	leader   *leader.Leader
-	machine  *machine.Machine
+	lanes    []*lane // by partition; one without partitions
 	srv      *http.Server
 	ln       net.Listener
 	stopping atomic.Bool // set on a signal: /readyz answers 503
 
+	// With partitions: the coordinator that shares them out over the
+	// fleet, and the heartbeat that renews their leases together.
+	coord *partition.Coordinator
+	beat  *heartbeat
+
 	// The fleet's shared view and the operator's side.
-	roster      *roster.Roster
-	reporter    *roster.Reporter
-	history     *history.History
-	operator    *operator.Operator
-	dash        *dashboard.Dashboard
-	build       buildinfo.Info
-	host        string
-	transitions transitionLog
-	control     chan struct{} // a control notice: check for a step-down request
-	changes     chan struct{} // the dashboard's Source.Changes
+	roster   *roster.Roster
+	reporter *roster.Reporter
+	history  *history.History
+	operator *operator.Operator
+	dash     *dashboard.Dashboard
+	build    buildinfo.Info
+	host     string
+	control  chan struct{} // a control notice: check for a step-down request
+	changes  chan struct{} // the dashboard's Source.Changes
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -69,7 +66,6 @@ func New(cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	d := &Daemon{cfg: cfg, log: log, be: be, build: buildinfo.Read(),
 		control: make(chan struct{}, 1), changes: make(chan struct{}, 1)}
 	d.host, _ = os.Hostname()
-	d.transitions.since = time.Now() // in idle since now
 	if err := d.assemble(); err != nil {
 		_ = be.Close()
 		return nil, err
@@ -82,6 +78,10 @@ func New(cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	return d, nil
 }
 
+// partitioned: the fleet has more than one partition, so this replica
+// runs one resident chart per partition under a coordinator.
+func (d *Daemon) partitioned() bool { return d.be.Partitions > 1 }
+
 // assemble builds the parts in dependency order, so no part is wired to
 // another that does not exist yet.
 func (d *Daemon) assemble() error {
@@ -90,40 +90,30 @@ func (d *Daemon) assemble() error {
 	if err != nil {
 		return err
 	}
-	handler, work := withFaults(handler, func(ctx context.Context, lease leader.Lease) error {
-		d.leadershipStarted(ctx, lease.Token())
-		return d.worker.Process(ctx, lease)
-	})
-	d.worker, err = jobs.NewWorker(jobs.WorkerConfig{
-		Queue: d.be.Queue, Handler: handler, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
-		// Enqueue notices wake an idle leader at once; polling is only
-		// the fallback for a lost notice.
-		PollInterval: idlePoll, Logger: d.log,
-	})
-	if err != nil {
+	if d.metrics, err = metrics.New(metrics.Config{States: stateNames(), Version: d.build.Short(), GoVersion: d.build.Go,
+		Charts: d.be.Partitions}); err != nil {
 		return err
 	}
-	if d.metrics, err = metrics.New(metrics.Config{States: stateNames(), Version: d.build.Short(), GoVersion: d.build.Go}); err != nil {
-		return err
+	if d.partitioned() {
+		d.beat = newHeartbeat(d.be.Renewals, d.be.Partitions, cfg.RenewInterval, d.log)
 	}
-	d.leader, err = leader.New(leader.Config{
-		Lock: d.be.Locker, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
-		Work:          work,
-		Logger:        d.log,
-		Observer:      d.metrics,
-		BeforeRelease: d.beforeRelease,
-	})
-	if err != nil {
-		return err
+	for p := range d.be.Partitions {
+		l, err := d.newLane(p, handler)
+		if err != nil {
+			return err
+		}
+		d.lanes = append(d.lanes, l)
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.leader.RedisOK}); err != nil {
+	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK}); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {
 		return err
 	}
-	if d.machine, err = d.newMachine(); err != nil {
-		return err
+	if d.partitioned() {
+		if err := d.assemblePartitions(); err != nil {
+			return err
+		}
 	}
 	if err := d.newDashboard(); err != nil {
 		return err
@@ -142,30 +132,14 @@ func (d *Daemon) assembleFleet() error {
 	return err
 }
 
-// newMachine wires the chart to the leader. Stopping work and releasing
-// each get at most half the shutdown budget, so the release still has time.
-func (d *Daemon) newMachine() (*machine.Machine, error) {
-	half := d.cfg.ShutdownTimeout / 2
-	return machine.New(machine.Config{
-		Acquire: d.leader.Acquire,
-		Renew:   d.leader.Renew,
-		Release: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, half)
-			defer cancel()
-			return d.leader.Release(ctx)
-		},
-		StartWork: d.leader.StartWork,
-		StopWork: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, half)
-			defer cancel()
-			return d.leader.StopWork(ctx)
-		},
-		RenewInterval: d.cfg.RenewInterval,
-		RetryDelay:    d.leader.RetryDelay,
-		Held:          leader.HeldByAnother,
-		Logger:        d.log,
-		OnTransition:  d.onTransition,
-	})
+// redisOK reports whether Redis answers this replica: its last lock
+// command did; with partitions, its last registry read did (a replica
+// may lead none of them and so send no lock command at all).
+func (d *Daemon) redisOK() bool {
+	if d.coord != nil {
+		return d.coord.Status().ReadOK
+	}
+	return d.lanes[0].leader.RedisOK()
 }
 
 // jobHandler is the handler JOB_HANDLER names.

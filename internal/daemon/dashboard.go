@@ -40,7 +40,7 @@ func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
 // the registry (two round trips), the history and the dead letters.
 func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	d := p.d
-	q, err := d.be.Queue.Stats(ctx)
+	q, err := d.be.Queues.Stats(ctx)
 	if err != nil {
 		return dashboard.Snapshot{}, err
 	}
@@ -54,13 +54,14 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	}
 	var dead []jobs.DeadLetter
 	if q.DeadLettered > 0 {
-		if dead, err = d.be.Queue.DeadLetters(ctx, deadLettersShown); err != nil {
+		if dead, err = d.be.Queues.DeadLetters(ctx, deadLettersShown); err != nil {
 			return dashboard.Snapshot{}, err
 		}
 	}
-	recent, _ := d.transitions.read()
+	self := d.lanes[0] // with partitions, the page draws partition 0's chart (for now)
+	recent, _ := self.transitions.read()
 	return dashboard.Snapshot{
-		Self:     dashboard.Self{WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Transitions: recent},
+		Self:     dashboard.Self{WorkerID: d.cfg.WorkerID, State: self.machine.State().String(), Transitions: recent},
 		Epoch:    q.Epoch,
 		Replicas: records,
 		Queue:    dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
@@ -119,15 +120,19 @@ type pageActions struct{ op *operator.Operator }
 var _ dashboard.Actions = pageActions{}
 
 func (a pageActions) StepDown(ctx context.Context) error {
-	_, err := a.op.StepDown(ctx)
+	_, err := a.op.StepDown(ctx, 0)
 	if errors.Is(err, operator.ErrNoLeader) {
 		return fmt.Errorf("%w: %w", dashboard.ErrNoLeader, err)
 	}
 	return err
 }
 
-func (a pageActions) Pause(ctx context.Context) error  { return a.op.Pause(ctx) }
-func (a pageActions) Resume(ctx context.Context) error { return a.op.Resume(ctx) }
+func (a pageActions) Pause(ctx context.Context) error {
+	return a.op.Pause(ctx, operator.AllPartitions)
+}
+func (a pageActions) Resume(ctx context.Context) error {
+	return a.op.Resume(ctx, operator.AllPartitions)
+}
 
 func (a pageActions) Requeue(ctx context.Context, id string) (string, error) {
 	newID, err := a.op.Requeue(ctx, id)

@@ -57,14 +57,18 @@ func (l *transitionLog) read() ([]dashboard.Transition, time.Time) {
 	return append([]dashboard.Transition(nil), l.recent...), l.since
 }
 
-// onTransition is the machine's hook: metrics, the log the page shows,
-// the registry record, and the page itself, unless the step is a routine
-// one of the chart's two loops (a leader renewing, a follower retrying),
-// which changes nothing a page shows, so it does not make it read Redis.
-func (d *Daemon) onTransition(from, to machine.State, tr machine.Trigger) {
+// onTransition is a lane's chart's hook: metrics, the log the page
+// shows, the registry record, the coordinator, and the page itself,
+// unless the step is a routine one of the chart's two loops (a leader
+// renewing, a follower retrying), which changes nothing a page shows, so
+// it does not make it read Redis.
+func (d *Daemon) onTransition(l *lane, from, to machine.State, tr machine.Trigger) {
 	d.metrics.Transition(from.String(), to.String())
-	d.transitions.add(from, to, tr, time.Now())
+	l.transitions.add(from, to, tr, time.Now())
 	d.reporter.Poke()
+	if d.coord != nil && phaseOf(from) != phaseOf(to) {
+		d.coord.LaneChanged()
+	}
 	if !machine.Routine(from, tr) {
 		d.changed()
 	}
@@ -74,28 +78,57 @@ func (d *Daemon) onTransition(from, to machine.State, tr machine.Trigger) {
 // goes in (the last error is scrubbed of every configured secret). Its
 // state is the phase (see phase): a record that said renew_lock or
 // acquiring_lock would only flicker, one renewal or retry in a thousand.
+// With partitions it says which partitions the replica leads, waits for
+// and avoids; its state is then the most telling of its charts' (working
+// when it leads any, waiting when it waits for any, else idle), and its
+// token 0.
 func (d *Daemon) record() roster.Record {
-	s := d.leader.Status()
-	msg, _ := d.leader.LastError()
-	_, since := d.transitions.read()
-	return roster.Record{
-		WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
-		State: phase(d.machine.State()).String(), Leader: s.Leader, Token: s.Token, Since: since,
-		JobsDone: d.worker.Committed(), LastError: d.cfg.Scrub(msg),
+	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short()}
+	var lastErr string
+	var lastAt time.Time
+	for _, l := range d.lanes {
+		rec.JobsDone += l.worker.Committed()
+		if msg, at := l.leader.LastError(); msg != "" && at.After(lastAt) {
+			lastErr, lastAt = msg, at
+		}
 	}
+	rec.LastError = d.cfg.Scrub(lastErr)
+	if !d.partitioned() {
+		l := d.lanes[0]
+		s := l.leader.Status()
+		_, since := l.transitions.read()
+		rec.State, rec.Leader, rec.Token, rec.Since = phase(l.machine.State()).String(), s.Leader, s.Token, since
+		return rec
+	}
+	rec.Partitions, rec.Contending, rec.Avoiding = d.partitionsOf()
+	rec.Leader = len(rec.Partitions) > 0
+	state := machine.Idle
+	for _, l := range d.lanes {
+		switch s := phase(l.machine.State()); {
+		case s == machine.Working:
+			state = s
+		case s == machine.WaitingToAcquireLock && state != machine.Working:
+			state = s
+		}
+		if _, since := l.transitions.read(); since.After(rec.Since) {
+			rec.Since = since
+		}
+	}
+	rec.State = state.String()
+	return rec
 }
 
 // leadershipStarted runs as each leadership's work begins: it is counted,
-// appended to the history (how the previous one ended comes back with
-// it) and, after a release, its handover time observed. A Redis error is
-// logged; the leadership goes on.
-func (d *Daemon) leadershipStarted(ctx context.Context, token int64) {
+// appended to the history (how the previous one of its partition ended
+// comes back with it) and, after a release, its handover time observed.
+// A Redis error is logged; the leadership goes on.
+func (d *Daemon) leadershipStarted(ctx context.Context, l *lane, token int64) {
 	d.metrics.LeaderChange()
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
 	defer cancel()
-	e, dup, err := d.history.Started(hctx, 0, token, d.cfg.WorkerID)
+	e, dup, err := d.history.Started(hctx, l.n, token, d.cfg.WorkerID)
 	if err != nil {
-		d.log.Warn("could not add this leadership to the history", "token", token, "err", err)
+		l.log.Warn("could not add this leadership to the history", "token", token, "err", err)
 		return
 	}
 	switch {
@@ -103,14 +136,14 @@ func (d *Daemon) leadershipStarted(ctx context.Context, token int64) {
 	case e.PreviousEnded == history.Released, e.PreviousEnded == history.SteppedDown, e.PreviousEnded == history.Fenced:
 		d.metrics.ObserveHandover(e.Handover)
 	}
-	d.log.Info("leadership recorded", "token", token, "previousEnded", string(e.PreviousEnded),
+	l.log.Info("leadership recorded", "token", token, "previousEnded", string(e.PreviousEnded),
 		"handoverMs", e.Handover.Milliseconds())
 	d.changed()
 }
 
-// beforeRelease records how a valid leadership ends, just before its lock
-// is released: the next leader reads it.
-func (d *Daemon) beforeRelease(ctx context.Context, token int64, cause error) {
+// beforeRelease records how a valid leadership of lane l ends, just
+// before its lock is released: the next leader reads it.
+func (d *Daemon) beforeRelease(ctx context.Context, l *lane, token int64, cause error) {
 	reason := history.Released
 	switch {
 	case errors.Is(cause, leader.ErrSteppedDown):
@@ -120,26 +153,29 @@ func (d *Daemon) beforeRelease(ctx context.Context, token int64, cause error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
 	defer cancel()
-	if err := d.history.Ended(hctx, 0, token, d.cfg.WorkerID, reason); err != nil {
-		d.log.Warn("could not record how this leadership ended", "token", token, "reason", string(reason), "err", err)
+	if err := d.history.Ended(hctx, l.n, token, d.cfg.WorkerID, reason); err != nil {
+		l.log.Warn("could not record how this leadership ended", "token", token, "reason", string(reason), "err", err)
 	}
 }
 
 // onControl is the control channel's handler (an operator asked for
-// something): it wakes the step-down check, an idle job loop (pause and
+// something): it wakes the step-down check, the idle job loops (pause and
 // resume), and the page. It never blocks.
 func (d *Daemon) onControl() {
 	select {
 	case d.control <- struct{}{}:
 	default:
 	}
-	d.worker.Notify()
+	for _, l := range d.lanes {
+		l.worker.Notify()
+	}
 	d.changed()
 }
 
-// watchControl reads the step-down request after each control notice,
-// while this replica leads, and steps down when the request names its
-// token. Followers read nothing.
+// watchControl reads the step-down requests of the partitions this
+// replica leads after each control notice, and steps down where a
+// request names the leadership's token. Followers read nothing. A
+// partition stepped down from is left to the others for the hold.
 func (d *Daemon) watchControl(ctx context.Context) error {
 	for {
 		select {
@@ -147,19 +183,26 @@ func (d *Daemon) watchControl(ctx context.Context) error {
 			return nil
 		case <-d.control:
 		}
-		s := d.leader.Status()
-		if !s.Leader {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
-		token, err := d.operator.Requested(rctx)
-		cancel()
-		if err != nil {
-			d.log.Warn("could not read the step-down request", "err", err)
-			continue
-		}
-		if token == s.Token {
-			d.leader.StepDown(token)
+		for _, l := range d.lanes {
+			s := l.leader.Status()
+			if !s.Leader {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+			token, err := d.operator.Requested(rctx, l.n)
+			cancel()
+			if err != nil {
+				l.log.Warn("could not read the step-down request", "err", err)
+				continue
+			}
+			if token != s.Token {
+				continue
+			}
+			if d.partitioned() {
+				l.avoidUntil.Store(time.Now().Add(d.stepDownHold()).UnixNano())
+				d.reporter.Poke()
+			}
+			l.leader.StepDown(token)
 		}
 	}
 }

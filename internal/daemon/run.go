@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/notice"
 )
 
@@ -28,26 +31,43 @@ const probeTimeout = 2 * time.Second
 func (d *Daemon) Run(ctx context.Context) error {
 	defer func() { _ = d.be.Close() }()
 	d.log.Info("lockworker starting", "port", d.cfg.Port, "lockKey", d.be.Keys.Key(), "mode", d.be.Mode(), "topology", d.be.Topology(),
-		"redis", d.cfg.RedisURLsRedacted(), "lockTtl", d.cfg.LockTTL.String(),
+		"partitions", d.be.Partitions, "redis", d.cfg.RedisURLsRedacted(), "lockTtl", d.cfg.LockTTL.String(),
 		"renewInterval", d.cfg.RenewInterval.String(), "retryInterval", d.cfg.RetryInterval.String())
 	if err := d.be.Probe(ctx, probeTimeout); err != nil {
 		return err
 	}
+	if err := d.checkPartitions(ctx); err != nil {
+		return err
+	}
 
-	// aux carries everything but the machine: it ends when the machine
-	// does, or when the shutdown budget runs out.
+	// aux carries everything but the charts: it ends when they do, or
+	// when the shutdown budget runs out.
 	aux, stopAux := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAux()
 	g, gctx := errgroup.WithContext(aux)
-	machineDone := make(chan struct{})
+	// The charts stop on a signal; with partitions, only once this
+	// replica's record is gone, so the others contend for its partitions
+	// before it releases them (see leave).
+	charts := ctx
+	if d.partitioned() {
+		var stopCharts context.CancelFunc
+		charts, stopCharts = context.WithCancel(context.WithoutCancel(ctx))
+		defer stopCharts()
+		g.Go(func() error { d.leave(ctx, gctx, stopCharts); return nil })
+		g.Go(func() error { return d.coord.Run(charts) })
+		g.Go(func() error { return d.beat.Run(charts) })
+	}
+	machinesDone := make(chan struct{})
 	g.Go(func() error {
-		defer close(machineDone)
-		defer stopAux() // the machine is the daemon: when it ends, everything ends
-		return d.machine.Run(ctx)
+		defer close(machinesDone)
+		defer stopAux() // the charts are the daemon: when they end, everything ends
+		return d.runCharts(charts)
 	})
 	g.Go(func() error {
-		<-gctx.Done() // the machine ended, or another part failed: stop the machine too
-		d.machine.Stop()
+		<-gctx.Done() // the charts ended, or another part failed: stop the charts too
+		for _, l := range d.lanes {
+			l.machine.Stop()
+		}
 		return nil
 	})
 	g.Go(func() error { return d.serve(gctx) })
@@ -58,7 +78,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	waited := make(chan error, 1)
 	go func() { waited <- g.Wait() }() // owned below: read on every path but the bounded give-up
-	if err := d.awaitMachine(ctx, machineDone); err != nil {
+	if err := d.awaitMachine(ctx, machinesDone); err != nil {
 		stopAux()
 		select {
 		case <-waited:
@@ -74,7 +94,60 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
-// awaitMachine waits for the machine to end. A signal (ctx done) starts
+// runCharts runs every lane's chart until each has returned.
+func (d *Daemon) runCharts(ctx context.Context) error {
+	if len(d.lanes) == 1 {
+		return d.lanes[0].machine.Run(ctx)
+	}
+	var g errgroup.Group
+	for _, l := range d.lanes {
+		g.Go(func() error { return l.machine.Run(ctx) })
+	}
+	return g.Wait()
+}
+
+// leave is a partitioned replica's way out: once a signal comes (ctx) it
+// removes its registry record and announces it, so the others contend
+// for its partitions at once, then stops its charts (stopCharts), which
+// stop their work and release their locks with the notices. A failure
+// of another part (aux done) stops the charts at once.
+func (d *Daemon) leave(ctx, aux context.Context, stopCharts context.CancelFunc) {
+	defer stopCharts()
+	select {
+	case <-ctx.Done():
+	case <-aux.Done():
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.RedisNodeTimeout)
+	defer cancel()
+	d.reporter.Leave(rctx)
+}
+
+// checkPartitions refuses a PARTITIONS that is not the fleet's (exit 2).
+// A Redis that does not answer yet is not refused: the check is tried
+// again once it does, before any partition is led.
+func (d *Daemon) checkPartitions(ctx context.Context) error {
+	for try := 1; ; try++ {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+		err := d.be.CheckPartitions(cctx)
+		cancel()
+		var ce *config.Error
+		switch {
+		case err == nil, errors.As(err, &ce):
+			return err
+		case try == 1:
+			d.log.Warn("could not check the partition count yet; retrying", "err", err)
+		}
+		if !backoff.Sleep(ctx, probeRetry.Delay(try)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// probeRetry spaces the attempts to read the partition count.
+var probeRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+
+// awaitMachine waits for the charts to end. A signal (ctx done) starts
 // the clock on SHUTDOWN_TIMEOUT.
 func (d *Daemon) awaitMachine(ctx context.Context, machineDone <-chan struct{}) error {
 	select {
@@ -114,31 +187,55 @@ func (d *Daemon) serve(ctx context.Context) error {
 }
 
 // watchNotices subscribes once per node: release notices from every node
-// wake a waiting follower; on the first node (the queue's), enqueue
-// notices wake an idle leader, control notices (an operator's step-down,
-// pause, resume) are acted on, and registry changes refresh the page.
+// wake a waiting chart (and, with partitions, the coordinator: the
+// releaser's record changes next); on the first node (the queue's),
+// enqueue notices wake an idle leader, control notices (an operator's
+// step-down, pause, resume) are acted on, and registry changes refresh
+// the page (and the coordinator's view). With partitions on a Cluster,
+// the partitions' notices come over a subscription of their own
+// (backend.LaneSources).
 func (d *Daemon) watchNotices(ctx context.Context, g *errgroup.Group) {
-	for i, src := range d.be.Sources() {
-		handlers := map[string]func(){}
-		if d.cfg.ReleaseNotices {
-			handlers[d.be.Keys.Lease().ReleasedChannel()] = d.notifyReleased
+	fleet, lanes := d.be.Sources(), d.be.LaneSources()
+	for i := range fleet {
+		byLane := map[string]func(){}
+		for _, l := range d.lanes {
+			keys := d.be.Keys.Partition(l.n, d.be.Partitions)
+			if d.cfg.ReleaseNotices {
+				byLane[keys.ReleasedChannel()] = func() {
+					l.notifyReleased()
+					if d.coord != nil {
+						d.coord.MembersChanged()
+					}
+				}
+			}
+			if i == 0 {
+				byLane[keys.EnqueuedChannel()] = func() { l.worker.Notify(); d.changed() }
+			}
 		}
+		byFleet := map[string]func(){}
 		if i == 0 {
-			handlers[d.be.Queue.EnqueuedChannel()] = func() { d.worker.Notify(); d.changed() }
-			handlers[d.be.Keys.ControlChannel()] = d.onControl
-			handlers[d.be.Keys.FleetChannel()] = d.changed
+			byFleet[d.be.Keys.ControlChannel()] = d.onControl
+			byFleet[d.be.Keys.FleetChannel()] = func() {
+				d.changed()
+				if d.coord != nil {
+					d.coord.MembersChanged()
+				}
+			}
 		}
-		g.Go(func() error {
-			notice.Watch(ctx, src, handlers, d.log)
-			return nil
-		})
-	}
-}
-
-// notifyReleased wakes a waiting follower, unless it is backing off after
-// its own leadership failed (its own release's notice among those).
-func (d *Daemon) notifyReleased() {
-	if d.leader.WantsNotice() {
-		d.machine.NotifyReleased()
+		if !d.be.LaneNoticesApart() {
+			maps.Copy(byFleet, byLane)
+			byLane = nil
+		}
+		for _, w := range []struct {
+			src      notice.Source
+			handlers map[string]func()
+		}{{fleet[i], byFleet}, {lanes[i], byLane}} {
+			if len(w.handlers) > 0 {
+				g.Go(func() error {
+					notice.Watch(ctx, w.src, w.handlers, d.log)
+					return nil
+				})
+			}
+		}
 	}
 }

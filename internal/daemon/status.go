@@ -20,9 +20,9 @@ const statusQueueTimeout = 250 * time.Millisecond
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
 		Status:        d.status,
-		Ready:         func() bool { return !d.stopping.Load() && d.leader.RedisOK() },
+		Ready:         func() bool { return !d.stopping.Load() && d.redisOK() },
 		Metrics:       d.metrics.Handler(),
-		Enqueue:       d.be.Queue.Enqueue,
+		Enqueue:       d.enqueue,
 		EnqueueMany:   d.enqueueMany,
 		JobsToken:     d.cfg.JobsToken,
 		MaxJobBytes:   jobs.MaxPayload,
@@ -45,13 +45,25 @@ func (d *Daemon) newServer() error {
 // status is GET /status: this replica's view, and who holds the lock and
 // the fleet-wide queue figures when Redis answers in time. The two reads
 // run side by side, so a Redis that does not answer delays the answer by
-// statusQueueTimeout once, not twice.
+// statusQueueTimeout once, not twice. With partitions it lists the
+// partitions this replica leads; the holder of each is `lockworker
+// partitions`'s to show.
 func (d *Daemon) status(ctx context.Context) httpapi.Status {
-	s := d.leader.Status()
+	rec := d.record()
 	st := httpapi.Status{
-		WorkerID: d.cfg.WorkerID, State: d.machine.State().String(), Leader: s.Leader, Token: s.Token,
-		LockKey: d.be.Keys.Key(), LeaseLeft: s.LeaseLeft.Milliseconds(), Mode: string(d.be.Mode()),
-		Nodes: len(d.be.Clients), RedisOK: d.leader.RedisOK(), Version: d.build.Short(),
+		WorkerID: d.cfg.WorkerID, State: rec.State, Leader: rec.Leader, Token: rec.Token,
+		LockKey: d.be.Keys.Key(), Mode: string(d.be.Mode()), Partitions: d.be.Partitions,
+		Nodes: len(d.be.Clients), RedisOK: d.redisOK(), Version: d.build.Short(),
+	}
+	if d.partitioned() {
+		for _, l := range d.lanes {
+			if s := l.leader.Status(); s.Leader {
+				st.Leads = append(st.Leads, httpapi.LeadStatus{Partition: l.n, Token: s.Token, LeaseLeftMs: s.LeaseLeft.Milliseconds()})
+			}
+		}
+	} else {
+		st.State = d.lanes[0].machine.State().String()
+		st.LeaseLeft = d.lanes[0].leader.Status().LeaseLeft.Milliseconds()
 	}
 	holder := make(chan *httpapi.Holder, 1)
 	go func() { holder <- d.holder(ctx) }()
@@ -65,16 +77,27 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 	return st
 }
 
+// metricsSnapshot is the leadership for the metrics: without partitions
+// the lock's; with them, whether this replica leads any (token and lease
+// left are per partition there, and 0 here).
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
-	s := d.leader.Status()
+	if d.partitioned() {
+		owned, _, _ := d.partitionsOf()
+		return metrics.Snapshot{Leader: len(owned) > 0}
+	}
+	s := d.lanes[0].leader.Status()
 	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
 }
 
-// holder reads who holds the lock within statusQueueTimeout, for /status.
+// holder reads who holds the lock within statusQueueTimeout, for /status;
+// nil with partitions.
 func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
+	if d.partitioned() {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
-	h, err := d.be.Locker.Holder(ctx)
+	h, err := d.lanes[0].lock.Holder(ctx)
 	if err != nil {
 		return &httpapi.Holder{Error: "unavailable"}
 	}
@@ -82,11 +105,17 @@ func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
 }
 
 // stats reads the queue's figures within statusQueueTimeout, for /status
-// and the metrics.
+// and the metrics: with partitions, all of them summed.
 func (d *Daemon) stats(ctx context.Context) (figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
-	return d.be.Queue.Stats(ctx)
+	return d.be.Queues.Stats(ctx)
+}
+
+// enqueue is POST /jobs with one job: it goes to its key's partition.
+func (d *Daemon) enqueue(ctx context.Context, key string, payload []byte) (string, error) {
+	id, _, err := d.be.Queues.Enqueue(ctx, key, payload)
+	return id, err
 }
 
 // enqueueMany is POST /jobs with an NDJSON body.
@@ -95,5 +124,5 @@ func (d *Daemon) enqueueMany(ctx context.Context, keys []string, payloads [][]by
 	for i, p := range payloads {
 		items[i] = jobs.Item{Key: keys[i], Payload: p}
 	}
-	return d.be.Queue.EnqueueMany(ctx, items)
+	return d.be.Queues.EnqueueMany(ctx, items)
 }

@@ -34,6 +34,19 @@ type Status struct {
 	// the holder's worker ID and token): on a follower, who leads.
 	Holder *Holder `json:"holder,omitempty"`
 	Queue  *Queue  `json:"queue,omitempty"`
+	// Partitions is the fleet's partition count (PARTITIONS).
+	Partitions int `json:"partitions"`
+	// Leads lists the partitions this replica leads, with their tokens,
+	// when the fleet has more than one (State, Leader and Token then
+	// speak of all of them: working and true when it leads any).
+	Leads []LeadStatus `json:"leads,omitempty"`
+}
+
+// LeadStatus is one partition this replica leads, in /status.
+type LeadStatus struct {
+	Partition   int   `json:"partition"`
+	Token       int64 `json:"token"`
+	LeaseLeftMs int64 `json:"leaseLeftMs"`
 }
 
 // Holder is the lock as Redis holds it, in /status: Held false when it is

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/partition"
 )
 
@@ -157,4 +159,68 @@ func anyID(ids []string) bool {
 		}
 	}
 	return false
+}
+
+// PartitionStats reads every partition's Stats in one round trip (one
+// pipeline; each partition's figures are read together, but not atomically
+// with the others'), by partition.
+func (r *Router) PartitionStats(ctx context.Context) ([]figures.Queue, error) {
+	reads := make([]func() (figures.Queue, error), len(r.queues))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range r.queues {
+			reads[i] = q.stats(ctx, p)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("jobs: stats: %w", err)
+	}
+	out := make([]figures.Queue, len(r.queues))
+	for i, read := range reads {
+		if out[i], err = read(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Stats is the fleet's queue figures: every partition's summed, the
+// oldest pending job the oldest of all, the epoch the highest, paused
+// when any partition is.
+func (r *Router) Stats(ctx context.Context) (figures.Queue, error) {
+	if len(r.queues) == 1 {
+		return r.queues[0].Stats(ctx)
+	}
+	parts, err := r.PartitionStats(ctx)
+	if err != nil {
+		return figures.Queue{}, err
+	}
+	var sum figures.Queue
+	for _, s := range parts {
+		sum.Pending += s.Pending
+		sum.Committed += s.Committed
+		sum.DeadLettered += s.DeadLettered
+		sum.Epoch = max(sum.Epoch, s.Epoch)
+		sum.Paused = sum.Paused || s.Paused
+		sum.OldestPendingMs = max(sum.OldestPendingMs, s.OldestPendingMs)
+	}
+	return sum, nil
+}
+
+// DeadLetters returns up to n dead letters of every partition, most
+// recent first; n <= 0 returns all of them.
+func (r *Router) DeadLetters(ctx context.Context, n int64) ([]DeadLetter, error) {
+	var all []DeadLetter
+	for _, q := range r.queues {
+		dl, err := q.DeadLetters(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, dl...)
+	}
+	slices.SortStableFunc(all, func(a, b DeadLetter) int { return b.FailedAt.Compare(a.FailedAt) })
+	if n > 0 && int64(len(all)) > n {
+		all = all[:n]
+	}
+	return all, nil
 }

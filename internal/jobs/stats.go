@@ -15,35 +15,46 @@ import (
 
 // Stats reads the queue's counters and lengths in one atomic round trip.
 func (q *Queue) Stats(ctx context.Context) (figures.Queue, error) {
-	var pending, dead, paused *redis.IntCmd
-	var committed, epoch *redis.StringCmd
-	var oldest *redis.XMessageSliceCmd
-	var now *redis.TimeCmd
+	var read func() (figures.Queue, error)
 	_, err := q.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		pending = p.XLen(ctx, q.stream)
-		committed = p.HGet(ctx, q.counters, "committed")
-		dead = p.ZCard(ctx, q.dead)
-		epoch = p.Get(ctx, q.epoch)
-		paused = p.Exists(ctx, q.paused)
-		oldest = p.XRangeN(ctx, q.stream, "-", "+", 1)
-		now = p.Time(ctx)
+		read = q.stats(ctx, p)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return figures.Queue{}, fmt.Errorf("jobs: stats: %w", err)
 	}
-	s := figures.Queue{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
-	if msgs := oldest.Val(); len(msgs) > 0 {
-		waited := max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
-		s.OldestPendingMs = int64((waited + time.Millisecond - 1) / time.Millisecond)
+	return read()
+}
+
+// stats queues the reads of Stats on p; read decodes them once p ran.
+func (q *Queue) stats(ctx context.Context, p redis.Pipeliner) (read func() (figures.Queue, error)) {
+	pending := p.XLen(ctx, q.stream)
+	committed := p.HGet(ctx, q.counters, "committed")
+	dead := p.ZCard(ctx, q.dead)
+	epoch := p.Get(ctx, q.epoch)
+	paused := p.Exists(ctx, q.paused)
+	oldest := p.XRangeN(ctx, q.stream, "-", "+", 1)
+	now := p.Time(ctx)
+	return func() (figures.Queue, error) {
+		for _, c := range []redis.Cmder{pending, dead, paused, oldest, now} {
+			if err := c.Err(); err != nil {
+				return figures.Queue{}, fmt.Errorf("jobs: stats: %w", err)
+			}
+		}
+		s := figures.Queue{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
+		if msgs := oldest.Val(); len(msgs) > 0 {
+			waited := max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
+			s.OldestPendingMs = int64((waited + time.Millisecond - 1) / time.Millisecond)
+		}
+		var err error
+		if s.Committed, err = optInt(committed); err != nil {
+			return figures.Queue{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
+		}
+		if s.Epoch, err = optInt(epoch); err != nil {
+			return figures.Queue{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
+		}
+		return s, nil
 	}
-	if s.Committed, err = optInt(committed); err != nil {
-		return figures.Queue{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
-	}
-	if s.Epoch, err = optInt(epoch); err != nil {
-		return figures.Queue{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
-	}
-	return s, nil
 }
 
 // streamIDTime is when Redis added a stream entry: the milliseconds part

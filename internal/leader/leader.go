@@ -392,6 +392,11 @@ func (l *Leader) noteErrLocked(err error) {
 // RedisOK reports whether the last lock command got an answer from Redis.
 func (l *Leader) RedisOK() bool { return l.redisOK.Load() }
 
+// HeldLease is the lease this replica holds, from a successful acquire
+// until its release; nil when none. A partitioned replica's heartbeat
+// renews it with the others (redislock.Group).
+func (l *Leader) HeldLease() *redislock.Lease { return l.currentLease() }
+
 func (l *Leader) currentLease() *redislock.Lease {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -134,6 +134,8 @@ type Status struct {
 	Moving int
 	// Planned is when the last plan ran (zero before the first).
 	Planned time.Time
+	// ReadOK: the last registry read got an answer.
+	ReadOK bool
 }
 
 // NewCoordinator validates cfg and returns a Coordinator.
@@ -193,6 +195,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	tick := time.NewTimer(0)
 	defer tick.Stop()
 	var readFails int
+	readOK := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -205,12 +208,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			case <-time.After(readDebounce):
 			}
 		case <-c.replan:
-			c.plan(p)
+			c.plan(p, readOK)
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.ReadInterval)
 		ms, err := c.cfg.Members(rctx)
 		cancel()
+		readOK = err == nil
 		switch {
 		case err == nil:
 			readFails = 0
@@ -223,13 +227,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				c.log.Warn("partitions: could not read the registry; keeping the last plan", "err", err)
 			}
 		}
-		c.plan(p)
+		c.plan(p, readOK)
 		tick.Reset(c.cfg.ReadInterval)
 	}
 }
 
-func (c *Coordinator) plan(p *planner) {
+func (c *Coordinator) plan(p *planner, readOK bool) {
 	st := p.plan()
+	st.ReadOK = readOK
 	c.mu.Lock()
 	c.status = st
 	c.mu.Unlock()

@@ -36,6 +36,9 @@ type Record struct {
 	// waiting to acquire), in a fleet of more than one partition: an owner
 	// hands a partition over only to a replica that waits for it.
 	Contending []int `json:"contending,omitempty"`
+	// Avoiding lists the partitions the replica stepped down from on an
+	// operator's request: for a while, the others take them.
+	Avoiding []int `json:"avoiding,omitempty"`
 }
 
 // Owned is a partition a replica leads and the fencing token it leads it
@@ -50,5 +53,6 @@ type Owned struct {
 // what.
 func (r Record) changed(o Record) bool {
 	return r.State != o.State || r.Leader != o.Leader || r.Token != o.Token || r.LastError != o.LastError ||
-		!slices.Equal(r.Partitions, o.Partitions) || !slices.Equal(r.Contending, o.Contending)
+		!slices.Equal(r.Partitions, o.Partitions) || !slices.Equal(r.Contending, o.Contending) ||
+		!slices.Equal(r.Avoiding, o.Avoiding)
 }
