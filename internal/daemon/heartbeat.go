@@ -103,7 +103,9 @@ func (h *heartbeat) answer(p int, lease *redislock.Lease) (err error, ok bool) {
 }
 
 // lock is partition p's lock as its leader sees it (beatLock).
-func (h *heartbeat) lock(p int, l *redislock.Locker) leader.Lock { return beatLock{Locker: l, beat: h, p: p} }
+func (h *heartbeat) lock(p int, l *redislock.Locker) leader.Lock {
+	return beatLock{Locker: l, beat: h, p: p}
+}
 
 // beatLock is a partition's lock whose renewals the heartbeat does.
 type beatLock struct {

@@ -31,8 +31,8 @@ type Entry struct {
 	// Partition is the partition led (0 in a fleet without partitions).
 	Partition int       `json:"partition"`
 	Token     int64     `json:"token"`
-	WorkerID string    `json:"workerId"`
-	Started  time.Time `json:"started"`
+	WorkerID  string    `json:"workerId"`
+	Started   time.Time `json:"started"`
 	// PreviousEnded is how the leadership before this one ended; empty
 	// for the first one recorded.
 	PreviousEnded    Reason `json:"previousEnded,omitempty"`
