@@ -16,7 +16,8 @@ const oneShotTimeout = 5 * time.Second
 // command-line call, with a context bounded by oneShotTimeout; done
 // releases both. Redis must answer first (backend.Reach), so a Redis
 // that is down is named as such ("cannot reach Redis at ... (REDIS_URLS):
-// connection refused") rather than by whichever command met it first.
+// connection refused") rather than by whichever command met it first;
+// then PARTITIONS must be the fleet's.
 // go-redis's own log lines are dropped: the command reports its error
 // itself.
 func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend, context.Context, func(), error) {
@@ -35,6 +36,10 @@ func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend,
 	ctx, cancel := context.WithTimeout(ctx, oneShotTimeout)
 	done := func() { cancel(); _ = b.Close() }
 	if err := b.Reach(ctx, cfg.RedisNodeTimeout); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	if err := b.CheckPartitions(ctx); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

@@ -136,6 +136,10 @@ type status struct {
 		WorkerID string `json:"workerId"`
 		Token    int64  `json:"token"`
 	} `json:"holder"`
+	Leads []struct {
+		Partition int   `json:"partition"`
+		Token     int64 `json:"token"`
+	} `json:"leads"`
 }
 
 // namesLeader says w's /status names leader, with its token, as the

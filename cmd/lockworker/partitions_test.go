@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
+)
+
+// partitionsEnv is fastEnv for a fleet of p partitions whose jobs append
+// their payload to a file named after their key in dir (the exec handler:
+// LOCKWORKER_KEY and the payload), so a key's order can be read back.
+func partitionsEnv(redisURL string, p int, dir string) []string {
+	script := filepath.Join(dir, "job.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n{ cat; echo; } >> \"$OUT/$LOCKWORKER_KEY\"\n"), 0o755); err != nil {
+		panic(err)
+	}
+	return append(fastEnv(redisURL), fmt.Sprint("PARTITIONS=", p), "JOB_HANDLER=exec", "JOB_COMMAND=/bin/sh "+script,
+		"JOB_ENV=OUT", "OUT="+dir, "JOB_BATCH=1")
+}
+
+// leads is the partitions w's /status says it leads; ok false when it
+// does not answer.
+func (w *worker) leads() ([]int, bool) {
+	s, ok := w.status()
+	var out []int
+	for _, l := range s.Leads {
+		out = append(out, l.Partition)
+	}
+	slices.Sort(out)
+	return out, ok
+}
+
+// shared waits until the workers lead every one of p partitions, each
+// exactly once, the most and the fewest differing by at most one, and
+// returns who leads what.
+func shared(t *testing.T, p int, limit time.Duration, ws ...*worker) map[*worker][]int {
+	t.Helper()
+	var got map[*worker][]int
+	poll.Until(t, limit, fmt.Sprintf("%d partitions shared by %d replicas", p, len(ws)), func() bool {
+		got = map[*worker][]int{}
+		var all []int
+		lo, hi := p, 0
+		for _, w := range ws {
+			l, ok := w.leads()
+			if !ok {
+				return false
+			}
+			got[w] = l
+			all = append(all, l...)
+			lo, hi = min(lo, len(l)), max(hi, len(l))
+		}
+		slices.Sort(all)
+		return len(all) == p && len(slices.Compact(all)) == p && hi-lo <= 1
+	})
+	return got
+}
+
+// TestPartitionsShareTheFleet: three replicas share eight partitions to
+// within one; every job of a key runs in enqueue order; a replica that
+// stops hands its partitions over, one that dies loses them once their
+// leases ran out, one that joins takes its share; a replica or command
+// configured with another partition count is refused.
+func TestPartitionsShareTheFleet(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	dir := t.TempDir()
+	env := partitionsEnv(r.URL(), 8, dir)
+	a := startWorker(t, "p-a", env...)
+	b := startWorker(t, "p-b", env...)
+	c := startWorker(t, "p-c", env...)
+	shared(t, 8, 20*time.Second, a, b, c)
+
+	// Jobs of 12 keys, interleaved, each key's numbered in order.
+	const keysN, perKey = 12, 6
+	for i := range perKey {
+		for k := range keysN {
+			var out strings.Builder
+			if err := runCLI(t, []string{"enqueue", "--key", fmt.Sprint("k", k), fmt.Sprint(i)}, env, &out); err != nil {
+				t.Fatalf("enqueue: %v\n%s", err, out.String())
+			}
+		}
+	}
+	want := ""
+	for i := range perKey {
+		want += fmt.Sprintln(i)
+	}
+	poll.Until(t, 30*time.Second, "every key's jobs run, in order", func() bool {
+		for k := range keysN {
+			got, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint("k", k)))
+			if string(got) != want {
+				return false
+			}
+		}
+		return true
+	})
+
+	// c stops: its partitions go to a and b, and it exits 0.
+	c.signal(syscall.SIGTERM)
+	if err, ok := c.exited(10 * time.Second); !ok || err != nil {
+		t.Fatalf("c after SIGTERM: exited=%v err=%v", ok, err)
+	}
+	shared(t, 8, 10*time.Second, a, b)
+
+	// A replica joins: it takes its share.
+	d := startWorker(t, "p-d", env...)
+	shared(t, 8, 20*time.Second, a, b, d)
+
+	// a dies: its partitions go to b and d once their leases ran out.
+	a.signal(syscall.SIGKILL)
+	_, _ = a.exited(5 * time.Second)
+	shared(t, 8, 20*time.Second, b, d)
+
+	// Another partition count is refused, naming PARTITIONS and the
+	// recorded count: the daemon exits 2, a command fails.
+	wrong := startWorker(t, "p-wrong", append(env, "PARTITIONS=4")...)
+	err, ok := wrong.exited(10 * time.Second)
+	var ee *exec.ExitError
+	if !ok || !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(wrong.out.String(), "PARTITIONS") ||
+		!strings.Contains(wrong.out.String(), "runs with 8") {
+		t.Fatalf("PARTITIONS=4 beside a fleet of 8: exited=%v err=%v\n%s", ok, err, wrong.out)
+	}
+	var out strings.Builder
+	if err := runCLI(t, []string{"enqueue", "--key", "x", "y"}, append(env, "PARTITIONS=4"), &out); err == nil ||
+		!strings.Contains(err.Error(), "PARTITIONS") {
+		t.Fatalf("enqueue with PARTITIONS=4: %v", err)
+	}
+}
