@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -132,5 +133,85 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 	if err := runCLI(t, []string{"enqueue", "--key", "x", "y"}, append(env, "PARTITIONS=4"), &out); err == nil ||
 		!strings.Contains(err.Error(), "PARTITIONS") {
 		t.Fatalf("enqueue with PARTITIONS=4: %v", err)
+	}
+}
+
+// TestPartitionsOnEveryTopology: partitions on a Redis Cluster (each
+// partition's keys under a hash tag of its own, spread over the masters;
+// the partitions' notices over classic pub/sub), a Sentinel group and a
+// Redlock of three masters: two replicas share four partitions, each
+// key's jobs run in order, a SIGTERM hands the leaver's partitions over.
+func TestPartitionsOnEveryTopology(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  func(t *testing.T) []string
+	}{
+		{"cluster", func(t *testing.T) []string {
+			c := redistest.StartCluster(t, fleet.ClusterSpec{})
+			return []string{"REDIS_MODE=cluster", "REDIS_URLS=" + strings.Join(c.URLs(), ",")}
+		}},
+		{"sentinel", func(t *testing.T) []string {
+			g := redistest.StartSentinelGroup(t, fleet.SentinelSpec{})
+			return []string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=" + g.Master, "REDIS_URLS=" + strings.Join(g.SentinelURLs(), ",")}
+		}},
+		{"redlock", func(t *testing.T) []string {
+			var urls []string
+			for range 3 {
+				urls = append(urls, redistest.Start(t, redistest.Options{}).URL())
+			}
+			return []string{"REDIS_URLS=" + strings.Join(urls, ",")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := append(partitionsEnv("", 4, dir), tc.env(t)...) // the later REDIS_URLS wins
+			a := startWorker(t, "pt-a", env...)
+			b := startWorker(t, "pt-b", env...)
+			shared(t, 4, 30*time.Second, a, b)
+			for i := range 3 {
+				for k := range 6 {
+					var out strings.Builder
+					if err := runCLI(t, []string{"enqueue", "--key", fmt.Sprint("k", k), fmt.Sprint(i)}, env, &out); err != nil {
+						t.Fatalf("enqueue: %v\n%s", err, out.String())
+					}
+				}
+			}
+			poll.Until(t, 30*time.Second, "every key's jobs run, in order", func() bool {
+				for k := range 6 {
+					if got, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint("k", k))); string(got) != "0\n1\n2\n" {
+						return false
+					}
+				}
+				return true
+			})
+			b.signal(syscall.SIGTERM)
+			if err, ok := b.exited(10 * time.Second); !ok || err != nil {
+				t.Fatalf("b after SIGTERM: exited=%v err=%v", ok, err)
+			}
+			shared(t, 4, 10*time.Second, a)
+		})
+	}
+}
+
+// TestPartitionNoticesOnCluster: on a Redis Cluster the partitions'
+// enqueue notices go over classic pub/sub, published from another node
+// than the queue's; each must still wake its idle leader only once its
+// job is there to claim (an idle leader with partitions looks by itself
+// only every two minutes).
+func TestPartitionNoticesOnCluster(t *testing.T) {
+	c := redistest.StartCluster(t, fleet.ClusterSpec{})
+	dir := t.TempDir()
+	env := append(partitionsEnv("", 4, dir), "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
+	a := startWorker(t, "pn-a", env...)
+	shared(t, 4, 30*time.Second, a)
+	for k := range 12 {
+		var out strings.Builder
+		if err := runCLI(t, []string{"enqueue", "--key", fmt.Sprint("k", k), "x"}, env, &out); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, 10*time.Second, fmt.Sprint("the job of k", k), func() bool {
+			got, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint("k", k)))
+			return string(got) == "x\n"
+		})
 	}
 }

@@ -89,11 +89,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 		return "", err
 	}
 	var add *redis.StringCmd
-	_, _ = q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis()))
-		notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, id)
-		return nil
-	})
+	q.withNotice(ctx, func(p redis.Pipeliner) { add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis())) }, id)
 	if err := add.Err(); err != nil {
 		return "", fmt.Errorf("jobs: enqueue: %w", err)
 	}
@@ -242,3 +238,23 @@ func checkBatch(items []Item) error {
 // EnqueuedChannel is the pub/sub channel Enqueue publishes new job IDs on;
 // wire it to Worker.Notify (package notice).
 func (q *Queue) EnqueuedChannel() string { return q.enqueued }
+
+// withNotice sends write and, behind it, the enqueue notice msg, in one
+// round trip. A notice must not reach a leader before the write it
+// announces, or the leader looks, finds nothing and sleeps until its
+// next poll: in one pipeline they stay in order on one node. On a Redis
+// Cluster with classic notices (partitions) the notice may go to another
+// node than the queue's, so there it is sent once the write was
+// answered, one round trip later.
+func (q *Queue) withNotice(ctx context.Context, write func(p redis.Pipeliner), msg string) {
+	_, err := q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		write(p)
+		if !q.noticeAfter {
+			notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, msg)
+		}
+		return nil
+	})
+	if q.noticeAfter && err == nil {
+		_ = notice.Publish(ctx, q.cfg.Client, q.cfg.ShardedNotices, q.enqueued, msg).Err()
+	}
+}

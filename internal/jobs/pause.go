@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,11 +21,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 // one round trip. Resuming a running queue is not an error.
 func (q *Queue) Resume(ctx context.Context) error {
 	var del *redis.IntCmd
-	_, _ = q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.Del(ctx, q.paused)
-		notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, "resume")
-		return nil
-	})
+	q.withNotice(ctx, func(p redis.Pipeliner) { del = p.Del(ctx, q.paused) }, "resume")
 	if err := del.Err(); err != nil {
 		return fmt.Errorf("jobs: resume: %w", err)
 	}

@@ -48,6 +48,9 @@ type Queue struct {
 	fence, epoch,
 	stream, position, attempts, counters, last, dead, paused, claimed string
 	enqueued string // pub/sub channel
+	// noticeAfter: notices are sent after the write they announce, not
+	// beside it (see withNotice).
+	noticeAfter bool
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
@@ -83,7 +86,15 @@ func New(cfg Config) (*Queue, error) {
 		paused:   k.Paused(),
 		claimed:  k.Claimed(),
 		enqueued: k.EnqueuedChannel(),
+		// A Cluster's classic PUBLISH may go to another node than the
+		// queue's: see withNotice.
+		noticeAfter: isCluster(cfg.Client) && !cfg.ShardedNotices,
 	}, nil
+}
+
+func isCluster(c redis.Cmdable) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
 }
 
 func (q *Queue) deadRecord(id string) string { return q.cfg.Keys.DeadLetter(id) }
