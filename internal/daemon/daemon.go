@@ -51,6 +51,7 @@ type Daemon struct {
 	host     string
 	control  chan struct{} // a control notice: check for a step-down request
 	changes  chan struct{} // the dashboard's Source.Changes
+	checked  chan struct{} // closed once the partition count is checked
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -64,7 +65,7 @@ func New(cfg config.Config, log *slog.Logger) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, log: log, be: be, build: buildinfo.Read(),
-		control: make(chan struct{}, 1), changes: make(chan struct{}, 1)}
+		control: make(chan struct{}, 1), changes: make(chan struct{}, 1), checked: make(chan struct{})}
 	d.host, _ = os.Hostname()
 	if err := d.assemble(); err != nil {
 		_ = be.Close()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	if d.beat != nil {
 		lock = d.beat.lock(p, l.lock)
 	}
+	lock = gatedLock{Lock: lock, open: d.checked}
 	l.leader, err = leader.New(leader.Config{
 		Lock: lock, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
 		Work:     work,
@@ -125,5 +127,25 @@ func (l *lane) avoiding() bool { return time.Now().UnixNano() < l.avoidUntil.Loa
 func (l *lane) notifyReleased() {
 	if l.leader.WantsNotice() {
 		l.machine.NotifyReleased()
+	}
+}
+
+// errUnchecked is an acquire refused before the fleet's partition count
+// was read: Redis has not answered yet.
+var errUnchecked = errors.New("daemon: the partition count is not checked yet: Redis has not answered")
+
+// gatedLock refuses to acquire until open is closed (the partition count
+// checked), so no replica leads under a PARTITIONS the fleet does not use.
+type gatedLock struct {
+	leader.Lock
+	open <-chan struct{}
+}
+
+func (g gatedLock) Acquire(ctx context.Context, workerID string) (*redislock.Lease, error) {
+	select {
+	case <-g.open:
+		return g.Lock.Acquire(ctx, workerID)
+	default:
+		return nil, errUnchecked
 	}
 }

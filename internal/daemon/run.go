@@ -36,9 +36,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.be.Probe(ctx, probeTimeout); err != nil {
 		return err
 	}
-	if err := d.checkPartitions(ctx); err != nil {
-		return err
-	}
 
 	// aux carries everything but the charts: it ends when they do, or
 	// when the shutdown budget runs out.
@@ -70,6 +67,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		return nil
 	})
+	g.Go(func() error { return d.checkPartitions(gctx) })
 	g.Go(func() error { return d.serve(gctx) })
 	g.Go(func() error { return d.reporter.Run(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
@@ -123,9 +121,10 @@ func (d *Daemon) leave(ctx, aux context.Context, stopCharts context.CancelFunc) 
 	d.reporter.Leave(rctx)
 }
 
-// checkPartitions refuses a PARTITIONS that is not the fleet's (exit 2).
-// A Redis that does not answer yet is not refused: the check is tried
-// again once it does, before any partition is led.
+// checkPartitions refuses a PARTITIONS that is not the fleet's: its
+// error ends Run (exit 2). Until it has an answer no lane acquires
+// (d.checked, gatedLock): a Redis that does not answer yet is asked again,
+// with back-off, before any partition is led.
 func (d *Daemon) checkPartitions(ctx context.Context) error {
 	for try := 1; ; try++ {
 		cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
@@ -133,19 +132,22 @@ func (d *Daemon) checkPartitions(ctx context.Context) error {
 		cancel()
 		var ce *config.Error
 		switch {
-		case err == nil, errors.As(err, &ce):
+		case err == nil:
+			close(d.checked)
+			return nil
+		case errors.As(err, &ce):
 			return err
 		case try == 1:
-			d.log.Warn("could not check the partition count yet; retrying", "err", err)
+			d.log.Debug("could not check the partition count yet; retrying", "err", err)
 		}
 		if !backoff.Sleep(ctx, probeRetry.Delay(try)) {
-			return ctx.Err()
+			return nil
 		}
 	}
 }
 
 // probeRetry spaces the attempts to read the partition count.
-var probeRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+var probeRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
 
 // awaitMachine waits for the charts to end. A signal (ctx done) starts
 // the clock on SHUTDOWN_TIMEOUT.
