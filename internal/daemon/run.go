@@ -36,6 +36,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.be.Probe(ctx, probeTimeout); err != nil {
 		return err
 	}
+	checked, err := d.checkPartitionsOnce(ctx)
+	if err != nil {
+		return err
+	}
 
 	// aux carries everything but the charts: it ends when they do, or
 	// when the shutdown budget runs out.
@@ -67,7 +71,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	g.Go(func() error { return d.checkPartitions(gctx) })
+	if !checked {
+		g.Go(func() error { return d.checkPartitions(gctx) })
+	}
 	g.Go(func() error { return d.serve(gctx) })
 	g.Go(func() error { return d.reporter.Run(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
@@ -121,29 +127,43 @@ func (d *Daemon) leave(ctx, aux context.Context, stopCharts context.CancelFunc) 
 	d.reporter.Leave(rctx)
 }
 
-// checkPartitions refuses a PARTITIONS that is not the fleet's: its
-// error ends Run (exit 2). Until it has an answer no lane acquires
-// (d.checked, gatedLock): a Redis that does not answer yet is asked again,
-// with back-off, before any partition is led.
+// checkPartitionsOnce refuses a PARTITIONS that is not the fleet's (a
+// *config.Error: exit 2) and opens the lanes' gate (d.checked) when the
+// count is the fleet's; checked false means Redis did not answer, and
+// checkPartitions asks again.
+func (d *Daemon) checkPartitionsOnce(ctx context.Context) (checked bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+	err = d.be.CheckPartitions(cctx)
+	cancel()
+	var ce *config.Error
+	switch {
+	case err == nil:
+		close(d.checked)
+		return true, nil
+	case errors.As(err, &ce):
+		return false, err
+	}
+	d.log.Debug("could not check the partition count yet; retrying", "err", err)
+	return false, nil
+}
+
+// checkPartitions asks until Redis answers (with back-off), then opens
+// the lanes' gate and wakes the lanes, or ends Run with the refusal of
+// another count. Until then no lane acquires (gatedLock): no replica
+// leads under a PARTITIONS the fleet does not use.
 func (d *Daemon) checkPartitions(ctx context.Context) error {
-	for try := 1; ; try++ {
-		cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
-		err := d.be.CheckPartitions(cctx)
-		cancel()
-		var ce *config.Error
-		switch {
-		case err == nil:
-			close(d.checked)
-			return nil
-		case errors.As(err, &ce):
+	for try := 1; backoff.Sleep(ctx, probeRetry.Delay(try)); try++ {
+		switch checked, err := d.checkPartitionsOnce(ctx); {
+		case err != nil:
 			return err
-		case try == 1:
-			d.log.Debug("could not check the partition count yet; retrying", "err", err)
-		}
-		if !backoff.Sleep(ctx, probeRetry.Delay(try)) {
+		case checked:
+			for _, l := range d.lanes {
+				l.machine.NotifyReleased() // a waiting lane tries at once
+			}
 			return nil
 		}
 	}
+	return nil
 }
 
 // probeRetry spaces the attempts to read the partition count.
