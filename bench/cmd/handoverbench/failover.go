@@ -118,5 +118,5 @@ func (c *cluster) queue() (*jobs.Queue, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.Queue, func() { _ = b.Close() }, nil
+	return b.Queues.Queues()[0], func() { _ = b.Close() }, nil
 }
