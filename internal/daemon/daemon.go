@@ -52,6 +52,7 @@ type Daemon struct {
 	control  chan struct{} // a control notice: check for a step-down request
 	changes  chan struct{} // the dashboard's Source.Changes
 	checked  chan struct{} // closed once the partition count is checked
+	eviction *evictionGuard // no leadership on a Redis that evicts keys
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -95,6 +96,12 @@ func (d *Daemon) assemble() error {
 		Charts: d.be.Partitions}); err != nil {
 		return err
 	}
+	d.eviction = newEvictionGuard(d.be.EvictionPolicies, evictionCheckInterval(cfg), cfg.RedisNodeTimeout, d.log)
+	d.eviction.safeNow = func() {
+		for _, l := range d.lanes {
+			l.machine.NotifyReleased() // a waiting lane tries at once
+		}
+	}
 	if d.partitioned() {
 		d.beat = newHeartbeat(d.be.Renewals, d.be.Partitions, cfg.RenewInterval, d.log)
 	}
@@ -105,7 +112,8 @@ func (d *Daemon) assemble() error {
 		}
 		d.lanes = append(d.lanes, l)
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK}); err != nil {
+	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK,
+		Eviction: d.eviction.byNode}); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {

@@ -52,7 +52,7 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	l.transitions.since = time.Now() // in idle since now
 	h, work := withFaults(handler, func(ctx context.Context, lease leader.Lease) error {
 		d.leadershipStarted(ctx, l, lease.Token())
-		return l.worker.Process(ctx, lease)
+		return d.eviction.guard(ctx, func(ctx context.Context) error { return l.worker.Process(ctx, lease) })
 	})
 	poll := idlePoll
 	if d.partitioned() {
@@ -72,7 +72,7 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	if d.beat != nil {
 		lock = d.beat.lock(p, l.lock)
 	}
-	lock = gatedLock{Lock: lock, open: d.checked}
+	lock = gatedLock{Lock: lock, open: d.checked, allow: d.eviction.allow}
 	l.leader, err = leader.New(leader.Config{
 		Lock: lock, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
 		Work:     work,
@@ -135,17 +135,23 @@ func (l *lane) notifyReleased() {
 var errUnchecked = errors.New("daemon: the partition count is not checked yet: Redis has not answered")
 
 // gatedLock refuses to acquire until open is closed (the partition count
-// checked), so no replica leads under a PARTITIONS the fleet does not use.
+// checked), so no replica leads under a PARTITIONS the fleet does not use,
+// and while allow says no (a Redis master evicts keys, or its policy is
+// not known yet: evictionGuard).
 type gatedLock struct {
 	leader.Lock
-	open <-chan struct{}
+	open  <-chan struct{}
+	allow func() error
 }
 
 func (g gatedLock) Acquire(ctx context.Context, workerID string) (*redislock.Lease, error) {
 	select {
 	case <-g.open:
-		return g.Lock.Acquire(ctx, workerID)
 	default:
 		return nil, errUnchecked
 	}
+	if err := g.allow(); err != nil {
+		return nil, err
+	}
+	return g.Lock.Acquire(ctx, workerID)
 }

@@ -40,6 +40,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := d.eviction.check(ctx); err != nil {
+		return err // a master evicts keys: exit 2, naming it, its policy and the fix
+	}
 
 	// aux carries everything but the charts: it ends when they do, or
 	// when the shutdown budget runs out.
@@ -75,6 +78,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.Go(func() error { return d.checkPartitions(gctx) })
 	}
 	g.Go(func() error { return d.serve(gctx) })
+	g.Go(func() error { return d.eviction.Run(gctx) })
 	g.Go(func() error { return d.reporter.Run(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
 	g.Go(func() error { return d.dash.Run(gctx) })

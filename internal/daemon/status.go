@@ -20,7 +20,7 @@ const statusQueueTimeout = 250 * time.Millisecond
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
 		Status:        d.status,
-		Ready:         func() bool { return !d.stopping.Load() && d.redisOK() },
+		Ready:         func() bool { return !d.stopping.Load() && d.redisOK() && d.eviction.allow() == nil },
 		Metrics:       d.metrics.Handler(),
 		Enqueue:       d.enqueue,
 		EnqueueMany:   d.enqueueMany,
@@ -65,6 +65,7 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		st.State = d.lanes[0].machine.State().String()
 		st.LeaseLeft = d.lanes[0].leader.Status().LeaseLeft.Milliseconds()
 	}
+	st.Eviction = d.evictionStatus()
 	holder := make(chan *httpapi.Holder, 1)
 	go func() { holder <- d.holder(ctx) }()
 	q, err := d.stats(ctx)
@@ -75,6 +76,22 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		st.Queue = &httpapi.Queue{Queue: q}
 	}
 	return st
+}
+
+// evictionStatus is what /status says of the masters' eviction policies.
+func (d *Daemon) evictionStatus() *httpapi.Eviction {
+	e := &httpapi.Eviction{Safe: true, Nodes: []httpapi.EvictionNode{}}
+	if err := d.eviction.allow(); err != nil {
+		e.Safe, e.Reason = false, err.Error()
+	}
+	for _, p := range d.eviction.policies() {
+		n := httpapi.EvictionNode{Node: p.Node, Policy: p.Policy}
+		if p.Err != nil {
+			n.Error = p.Err.Error()
+		}
+		e.Nodes = append(e.Nodes, n)
+	}
+	return e
 }
 
 // metricsSnapshot is the leadership for the metrics: without partitions

@@ -40,6 +40,26 @@ type Status struct {
 	// when the fleet has more than one (State, Leader and Token then
 	// speak of all of them: working and true when it leads any).
 	Leads []LeadStatus `json:"leads,omitempty"`
+	// Eviction is each Redis master's maxmemory-policy as this replica
+	// last read it. Safe false: a master evicts keys (or none has
+	// answered yet), and this replica does not lead (/readyz says 503).
+	Eviction *Eviction `json:"redisEviction,omitempty"`
+}
+
+// Eviction is the Redis masters' eviction policies, in /status.
+type Eviction struct {
+	Safe bool `json:"safe"`
+	// Reason says why not safe, and the fix.
+	Reason string         `json:"reason,omitempty"`
+	Nodes  []EvictionNode `json:"nodes"`
+}
+
+// EvictionNode is one master's maxmemory-policy ("" when never read),
+// and the error of its last read, if it failed.
+type EvictionNode struct {
+	Node   string `json:"node"`
+	Policy string `json:"policy,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // LeadStatus is one partition this replica leads, in /status.

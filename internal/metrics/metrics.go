@@ -44,6 +44,9 @@ type Sources struct {
 	// RedisOK is optional: whether this replica's last Redis call got an
 	// answer (lockworker_redis_up).
 	RedisOK func() bool
+	// Eviction is optional: each Redis master's last read
+	// maxmemory-policy, by node (lockworker_redis_eviction_unsafe).
+	Eviction func() map[string]string
 }
 
 // Metrics records the daemon's events.
@@ -55,6 +58,7 @@ type Metrics struct {
 	renew       *prometheus.HistogramVec
 	changes     prometheus.Counter
 	handover    prometheus.Histogram
+	regressions prometheus.Counter
 	states      []string
 }
 
@@ -95,6 +99,11 @@ func New(cfg Config) (*Metrics, error) {
 				"on the Redis server's clock; observed by the new leader, only after a release (not after a lease ran out).",
 			Buckets: handoverBuckets,
 		}),
+		regressions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockworker_epoch_regressions_total",
+			Help: "Times this replica found a fencing epoch below a token it had observed: Redis lost its data (a flush, " +
+				"an eviction, a restart without persistence, a failover to a stale replica).",
+		}),
 	}
 	for _, s := range cfg.States {
 		m.state.WithLabelValues(s).Set(0)
@@ -104,7 +113,7 @@ func New(cfg Config) (*Metrics, error) {
 		ConstLabels: prometheus.Labels{"version": cfg.Version, "goversion": cfg.GoVersion},
 	})
 	info.Set(1)
-	m.reg.MustRegister(m.state, m.transitions, m.acquire, m.renew, m.changes, m.handover, info,
+	m.reg.MustRegister(m.state, m.transitions, m.acquire, m.renew, m.changes, m.handover, m.regressions, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.state.WithLabelValues(cfg.States[0]).Set(float64(max(cfg.Charts, 1)))
@@ -135,8 +144,15 @@ func (m *Metrics) Watch(src Sources) error {
 			Name: "lockworker_redis_up", Help: "1 when this replica's last Redis call got an answer, else 0.",
 		}, func() float64 { return boolFloat(src.RedisOK()) }))
 	}
+	if src.Eviction != nil {
+		m.reg.MustRegister(&evictionCollector{read: src.Eviction})
+	}
 	return nil
 }
+
+// EpochRegression counts one epoch found below a token this replica
+// had observed.
+func (m *Metrics) EpochRegression() { m.regressions.Inc() }
 
 // LeaderChange counts a leadership this replica started.
 func (m *Metrics) LeaderChange() { m.changes.Inc() }
@@ -216,4 +232,22 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+var evictionDesc = prometheus.NewDesc("lockworker_redis_eviction_unsafe",
+	"1 when this Redis master's maxmemory-policy evicts keys (anything but noeviction): the replica does not lead; "+
+		"0 when it is noeviction.", []string{"node", "policy"}, nil)
+
+// evictionCollector reports each master's policy as this replica last
+// read it (no Redis call at scrape time).
+type evictionCollector struct {
+	read func() map[string]string
+}
+
+func (c *evictionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- evictionDesc }
+
+func (c *evictionCollector) Collect(ch chan<- prometheus.Metric) {
+	for node, policy := range c.read() {
+		ch <- prometheus.MustNewConstMetric(evictionDesc, prometheus.GaugeValue, boolFloat(policy != "noeviction"), node, policy)
+	}
 }

@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/backend"
+	"github.com/lockworker/lockworker/internal/config"
+)
+
+// errPolicyUnchecked refuses an acquire before any Redis master told its
+// maxmemory-policy: Redis has not answered yet.
+var errPolicyUnchecked = errors.New("daemon: the Redis eviction policy is not checked yet: Redis has not answered")
+
+// evictionCheckInterval is how often the policy of every master is read
+// again: four renew intervals, within [1s, 15s] (15s by default). A policy
+// changed at run time is seen within one interval.
+func evictionCheckInterval(cfg config.Config) time.Duration {
+	return min(max(4*cfg.RenewInterval, time.Second), 15*time.Second)
+}
+
+// evictionGuard keeps this replica from leading on a Redis that evicts
+// keys (maxmemory-policy other than noeviction): an evicted lock lets a
+// second leader in, an evicted epoch hands a token out twice, an evicted
+// stream loses acknowledged jobs. Acquire asks it first (allow), and each
+// leadership's work runs under guard, which ends the work, and so the
+// leadership through the chart, the moment a check finds a master that
+// evicts. It reads every master at start-up and every interval.
+type evictionGuard struct {
+	read     func(ctx context.Context) []backend.NodePolicy
+	interval time.Duration
+	timeout  time.Duration // per check
+	log      *slog.Logger
+	safeNow  func() // called when the policy becomes safe: the lanes try at once
+
+	mu     sync.Mutex
+	known  map[string]string // node -> its last policy read
+	failed map[string]error  // node -> why its last read failed
+	unsafe error             // the nodes that evict (EvictionErrors), or errPolicyUnchecked; nil: safe
+	// lost is cancelled, with unsafe as its cause, when the policy stops
+	// being safe; a fresh one is made when it is safe again.
+	lost   context.Context
+	loseIt context.CancelCauseFunc
+}
+
+func newEvictionGuard(read func(ctx context.Context) []backend.NodePolicy, interval, timeout time.Duration, log *slog.Logger) *evictionGuard {
+	g := &evictionGuard{read: read, interval: interval, timeout: timeout, log: log, safeNow: func() {},
+		known: map[string]string{}, failed: map[string]error{}, unsafe: errPolicyUnchecked}
+	g.lost, g.loseIt = context.WithCancelCause(context.Background())
+	g.loseIt(errPolicyUnchecked)
+	return g
+}
+
+// Run checks every interval until ctx is done, and returns nil.
+func (g *evictionGuard) Run(ctx context.Context) error {
+	t := time.NewTicker(g.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		g.check(ctx)
+	}
+}
+
+// check reads every master once and returns the EvictionErrors of those
+// that evict (nil when none does, or none answered). A master that does
+// not answer keeps the policy it had: it holds no new lock while it does
+// not answer, and its next answer counts.
+func (g *evictionGuard) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	policies := g.read(ctx)
+	g.mu.Lock()
+	for _, p := range policies {
+		if p.Err != nil {
+			g.failed[p.Node] = p.Err
+			continue
+		}
+		delete(g.failed, p.Node)
+		g.known[p.Node] = p.Policy
+	}
+	var now []backend.NodePolicy
+	for node, policy := range g.known {
+		now = append(now, backend.NodePolicy{Node: node, Policy: policy})
+	}
+	slices.SortFunc(now, func(a, b backend.NodePolicy) int { return cmp.Compare(a.Node, b.Node) })
+	bad := backend.EvictionErr(now)
+	was := g.unsafe
+	switch {
+	case len(g.known) == 0:
+		g.unsafe = errPolicyUnchecked
+	default:
+		g.unsafe = bad
+	}
+	becameUnsafe := was == nil && g.unsafe != nil
+	becameSafe := was != nil && g.unsafe == nil
+	changed := was != nil && g.unsafe != nil && was.Error() != g.unsafe.Error()
+	if becameUnsafe {
+		g.loseIt(g.unsafe)
+	}
+	if becameSafe {
+		g.lost, g.loseIt = context.WithCancelCause(context.Background())
+	}
+	g.mu.Unlock()
+	switch {
+	case bad != nil && (becameUnsafe || changed || was == errPolicyUnchecked):
+		g.log.Error("Redis evicts keys: this replica will not lead until every master runs maxmemory-policy noeviction",
+			"err", bad)
+	case becameSafe && was != errPolicyUnchecked:
+		g.log.Info("every Redis master runs maxmemory-policy noeviction again: this replica may lead")
+	}
+	if becameSafe {
+		g.safeNow()
+	}
+	return bad
+}
+
+// allow is nil when this replica may lead: every master it has read runs
+// noeviction. Otherwise why not.
+func (g *evictionGuard) allow() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unsafe
+}
+
+// guard runs work under a context that is also cancelled when the policy
+// stops being safe, and then returns why (an EvictionError), so the
+// leadership ends like any work that ends.
+func (g *evictionGuard) guard(ctx context.Context, work func(ctx context.Context) error) error {
+	g.mu.Lock()
+	lost := g.lost
+	g.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(lost, func() { cancel(context.Cause(lost)) })
+	defer stop()
+	err := work(ctx)
+	if cause := context.Cause(lost); cause != nil && ctx.Err() != nil {
+		return cause
+	}
+	return err
+}
+
+// Policies is what the guard knows of each master, for /status and the
+// metrics: the last policy read, and the error of the last read where it
+// failed.
+func (g *evictionGuard) policies() []backend.NodePolicy {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]backend.NodePolicy, 0, len(g.known)+len(g.failed))
+	for node, policy := range g.known {
+		out = append(out, backend.NodePolicy{Node: node, Policy: policy, Err: g.failed[node]})
+	}
+	for node, err := range g.failed {
+		if _, ok := g.known[node]; !ok {
+			out = append(out, backend.NodePolicy{Node: node, Err: err})
+		}
+	}
+	slices.SortFunc(out, func(a, b backend.NodePolicy) int { return cmp.Compare(a.Node, b.Node) })
+	return out
+}
+
+// byNode is each master's last read policy, for the metrics.
+func (g *evictionGuard) byNode() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.known)
+}
