@@ -313,3 +313,36 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("%d jobs after refused batches, want 5", n)
 	}
 }
+
+// TestEnqueueOnFullRedis: POST /jobs on a noeviction Redis whose memory
+// is full answers 503 saying so, for one job and for a batch, and every
+// job acknowledged before is still queued.
+func TestEnqueueOnFullRedis(t *testing.T) {
+	api := newJobsAPI(t)
+	if err := api.c.ConfigSet(t.Context(), "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.c.ConfigSet(t.Context(), "maxmemory", "3mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	payload := strings.Repeat("x", 64<<10)
+	acked := 0
+	var last answer
+	for range 1000 {
+		last = api.post(t, "text/plain", token, payload)
+		if last.code != http.StatusAccepted {
+			break
+		}
+		acked++
+	}
+	if last.code != http.StatusServiceUnavailable || !strings.Contains(last.Error, "Redis is full") {
+		t.Fatalf("POST /jobs on a full Redis: %d %q", last.code, last.Error)
+	}
+	bulk := api.post(t, "application/x-ndjson", token, "\""+payload+"\"\n\""+payload+"\"\n")
+	if bulk.code != http.StatusServiceUnavailable || !strings.Contains(bulk.Error, "Redis is full") {
+		t.Fatalf("bulk POST /jobs on a full Redis: %d %q", bulk.code, bulk.Error)
+	}
+	if n := len(api.stream(t)); acked == 0 || n != acked {
+		t.Fatalf("%d jobs acknowledged, %d queued", acked, n)
+	}
+}

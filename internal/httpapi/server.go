@@ -221,7 +221,11 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	id, err := s.cfg.Enqueue(r.Context(), key, payload)
 	if err != nil {
 		s.cfg.Logger.Error("enqueue failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "could not enqueue: Redis unavailable"})
+		msg := "could not enqueue: Redis unavailable"
+		if redisFull(err) {
+			msg = fullMsg
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"id": id})
@@ -259,8 +263,11 @@ func (s *server) enqueueLines(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.cfg.Logger.Error("enqueue failed", "jobs", len(payloads), "err", err)
 		msg := "could not enqueue: Redis refused; nothing enqueued"
-		if outcomeUnknown(err) {
+		switch {
+		case outcomeUnknown(err):
 			msg = "could not enqueue: Redis unavailable; the batch was enqueued whole or not at all"
+		case redisFull(err):
+			msg = fullMsg
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
 		return
@@ -318,6 +325,16 @@ func lineKeys(r *http.Request, payloads [][]byte) ([]string, map[string]any) {
 func outcomeUnknown(err error) bool {
 	var u interface{ OutcomeUnknown() bool }
 	return errors.As(err, &u) && u.OutcomeUnknown()
+}
+
+// fullMsg is the 503's message when Redis is out of memory.
+const fullMsg = "could not enqueue: Redis is full (maxmemory reached; it refuses writes rather than evict); nothing enqueued"
+
+// redisFull: the enqueue's error says Redis refused it for memory
+// (jobs.ErrRedisFull, found by its method as outcomeUnknown is).
+func redisFull(err error) bool {
+	var f interface{ RedisFull() bool }
+	return errors.As(err, &f) && f.RedisFull()
 }
 
 // isNDJSON: the body is newline-delimited JSON, one job per line.

@@ -91,7 +91,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 	var add *redis.StringCmd
 	q.withNotice(ctx, func(p redis.Pipeliner) { add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis())) }, id)
 	if err := add.Err(); err != nil {
-		return "", fmt.Errorf("jobs: enqueue: %w", err)
+		return "", fmt.Errorf("jobs: enqueue: %w", full(err))
 	}
 	return id, nil
 }
@@ -165,6 +165,12 @@ func addMany(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [
 	case !errors.As(err, &refused):
 		return fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", n, err, ErrOutcomeUnknown)
 	default: // a reply: MULTI, a queued command, EXEC or an XADD inside it refused
+		for _, add := range adds {
+			if errors.Is(full(add.Err()), ErrRedisFull) { // queued refused for memory: EXECABORT
+				err = fmt.Errorf("%w: %w", ErrRedisFull, err)
+				break
+			}
+		}
 		written := make([]string, len(ids))
 		some := false
 		for i, add := range adds {

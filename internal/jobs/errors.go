@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ErrStaleToken means a newer leader exists: a fenced write with a higher
@@ -34,6 +35,31 @@ var (
 	ErrKeyTooLong      = fmt.Errorf("jobs: ordering key longer than %d bytes", MaxKey)
 	ErrKeyInvalid      = errors.New("jobs: ordering key with a control character")
 )
+
+// ErrRedisFull is part of an enqueue's error when Redis refused the write
+// because its memory is full: used memory is above maxmemory, and with
+// noeviction (the only policy lockworker leads on) Redis refuses new
+// writes rather than evict what it holds. Nothing of the enqueue was
+// written; what was acknowledged before stays. Packages that cannot
+// import jobs find it by its method, RedisFull() bool.
+var ErrRedisFull error = redisFull{}
+
+type redisFull struct{}
+
+func (redisFull) Error() string {
+	return "jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
+		"raise maxmemory, or free memory (processed jobs are trimmed as the leader works; dead letters stay until requeued or dropped)"
+}
+func (redisFull) RedisFull() bool { return true }
+
+// full wraps a write's error in ErrRedisFull when Redis refused it for
+// memory (OOM).
+func full(err error) error {
+	if err != nil && !errors.Is(err, ErrRedisFull) && strings.Contains(err.Error(), "OOM command not allowed") {
+		return fmt.Errorf("%w: %w", ErrRedisFull, err)
+	}
+	return err
+}
 
 // ErrNotFound is returned by Requeue for an ID that is not a dead letter.
 var ErrNotFound = errors.New("jobs: no such dead letter")
