@@ -124,6 +124,7 @@ func exposed(t *testing.T) map[string]bool {
 		Snapshot: func() metrics.Snapshot { return metrics.Snapshot{} },
 		Queue:    func(context.Context) (figures.Queue, error) { return figures.Queue{}, nil },
 		RedisOK:  func() bool { return true },
+		Eviction: func() map[string]string { return map[string]string{"node": "noeviction"} },
 	})
 	if err != nil {
 		t.Fatal(err)
