@@ -73,7 +73,7 @@ func testNoticesAcrossFailover(t *testing.T, b *Backend, failover func(context.C
 		t.Helper()
 		r0, e0 := got.get(released), got.get(enqueued)
 		poll.Until(t, 20*time.Second, "a release and an enqueue notice "+when, func() bool {
-			if lease, err := b.Lockers[0].Acquire(ctx, "w"); err == nil {
+			if lease, err := b.Lockers[0].Acquire(ctx, "w", 0); err == nil {
 				_ = b.Lockers[0].Release(ctx, lease)
 			}
 			_, _ = b.Queues.Queues()[0].Enqueue(ctx, "", []byte("x"))

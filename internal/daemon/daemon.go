@@ -49,9 +49,9 @@ type Daemon struct {
 	dash     *dashboard.Dashboard
 	build    buildinfo.Info
 	host     string
-	control  chan struct{} // a control notice: check for a step-down request
-	changes  chan struct{} // the dashboard's Source.Changes
-	checked  chan struct{} // closed once the partition count is checked
+	control  chan struct{}  // a control notice: check for a step-down request
+	changes  chan struct{}  // the dashboard's Source.Changes
+	checked  chan struct{}  // closed once the partition count is checked
 	eviction *evictionGuard // no leadership on a Redis that evicts keys
 }
 

@@ -144,7 +144,7 @@ type gatedLock struct {
 	allow func() error
 }
 
-func (g gatedLock) Acquire(ctx context.Context, workerID string) (*redislock.Lease, error) {
+func (g gatedLock) Acquire(ctx context.Context, workerID string, floor int64) (*redislock.Lease, error) {
 	select {
 	case <-g.open:
 	default:
@@ -153,5 +153,5 @@ func (g gatedLock) Acquire(ctx context.Context, workerID string) (*redislock.Lea
 	if err := g.allow(); err != nil {
 		return nil, err
 	}
-	return g.Lock.Acquire(ctx, workerID)
+	return g.Lock.Acquire(ctx, workerID, floor)
 }

@@ -88,7 +88,7 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			lease, err := l.Acquire(ctx, "a")
+			lease, err := l.Acquire(ctx, "a", 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 			if err := l.Release(ctx, lease); err != nil {
 				t.Fatal(err)
 			}
-			next, err := l.Acquire(ctx, "b")
+			next, err := l.Acquire(ctx, "b", 0)
 			if err != nil || next.Token() != 11 {
 				t.Fatalf("acquire after the raise: %v, %v; want token 11", next, err)
 			}

@@ -358,18 +358,20 @@ type switchLock struct {
 	err error
 }
 
-func (s *switchLock) Acquire(ctx context.Context, id string) (*redislock.Lease, error) {
+func (s *switchLock) Acquire(ctx context.Context, id string, floor int64) (*redislock.Lease, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return s.Lock.Acquire(ctx, id)
+	return s.Lock.Acquire(ctx, id, floor)
 }
 
 type failingLock struct{ err error }
 
-func (f *failingLock) Acquire(context.Context, string) (*redislock.Lease, error) { return nil, f.err }
-func (f *failingLock) Renew(context.Context, *redislock.Lease) error             { return f.err }
-func (f *failingLock) Release(context.Context, *redislock.Lease) error           { return nil }
+func (f *failingLock) Acquire(context.Context, string, int64) (*redislock.Lease, error) {
+	return nil, f.err
+}
+func (f *failingLock) Renew(context.Context, *redislock.Lease) error   { return f.err }
+func (f *failingLock) Release(context.Context, *redislock.Lease) error { return nil }
 func (f *failingLock) Reissue(context.Context, *redislock.Lease, int64) (*redislock.Lease, error) {
 	return nil, f.err
 }

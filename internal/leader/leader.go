@@ -24,7 +24,7 @@ type Lease interface {
 
 // Lock is what leadership needs of the lock.
 type Lock interface {
-	Acquire(ctx context.Context, workerID string) (*redislock.Lease, error)
+	Acquire(ctx context.Context, workerID string, floor int64) (*redislock.Lease, error)
 	Renew(ctx context.Context, lease *redislock.Lease) error
 	Release(ctx context.Context, lease *redislock.Lease) error
 	Reissue(ctx context.Context, lease *redislock.Lease, floor int64) (*redislock.Lease, error)
@@ -69,12 +69,16 @@ type Config struct {
 type Observer interface {
 	ObserveAcquire(d time.Duration, result AcquireResult)
 	ObserveRenew(d time.Duration, result RenewResult)
+	// EpochRegression: an acquire found the epoch below a token this
+	// replica had observed (Redis lost its data).
+	EpochRegression()
 }
 
 type nopObserver struct{}
 
 func (nopObserver) ObserveAcquire(time.Duration, AcquireResult) {}
 func (nopObserver) ObserveRenew(time.Duration, RenewResult)     {}
+func (nopObserver) EpochRegression()                            {}
 
 // Leader implements the machine's callbacks. Acquire, Renew, Release,
 // StartWork and StopWork are called by the machine; Status, RetryDelay and
@@ -88,6 +92,13 @@ type Leader struct {
 	heldTTL time.Duration    // remaining TTL of another holder, from the last attempt
 	work    *running
 	highest int64 // the highest token this replica has held
+	// observed is the highest token this replica has seen anywhere: its
+	// own, the lock values of other holders, what Observe was told (the
+	// registry, the history). Every acquire passes it as the floor.
+	observed int64
+	// regressed is the observed token of the last epoch regression
+	// logged, so one loss of data is logged once.
+	regressed int64
 
 	// What RetryDelay backs off on: consecutive acquire attempts that
 	// ended in an error, and leaderships whose work ended by itself
@@ -151,7 +162,9 @@ func HeldByAnother(err error) bool {
 	return errors.As(err, &held)
 }
 
-// Acquire tries once to take the lock. A lease left over from a lost
+// Acquire tries once to take the lock, with the highest token this
+// replica has observed as the floor: the token it gets is above it even
+// when Redis lost the epoch meanwhile. A lease left over from a lost
 // leadership is released first (compare-and-delete, so it only removes our
 // own value) so that we do not wait out our own stale key. Its error is
 // logged by the machine's transition, not here.
@@ -161,17 +174,22 @@ func (l *Leader) Acquire(ctx context.Context) error {
 			l.log.Debug("could not release the previous lease", "err", err)
 		}
 	}
+	l.mu.Lock()
+	floor := l.observed
+	l.mu.Unlock()
 	start := time.Now()
-	lease, err := l.cfg.Lock.Acquire(ctx, l.cfg.WorkerID)
+	lease, err := l.cfg.Lock.Acquire(ctx, l.cfg.WorkerID, floor)
 	var held *redislock.HeldError
 	heldTTL, result := time.Duration(0), AcquireError
 	switch {
 	case err == nil:
+		l.checkEpoch(lease, floor)
 		if lease, err = l.aboveHighest(ctx, lease); err == nil {
 			result = Acquired
 		}
 	case errors.As(err, &held):
 		heldTTL, result = held.TTL, Held
+		l.Observe(held.Token)
 	}
 	l.cfg.Observer.ObserveAcquire(time.Since(start), result)
 	l.redisOK.Store(result != AcquireError)
@@ -188,6 +206,7 @@ func (l *Leader) Acquire(ctx context.Context) error {
 	}
 	if err == nil {
 		l.lease, l.highest = lease, max(l.highest, lease.Token())
+		l.observed = max(l.observed, lease.Token())
 	}
 	l.mu.Unlock()
 	if err == nil {
@@ -195,6 +214,44 @@ func (l *Leader) Acquire(ctx context.Context) error {
 			"acquireMs", time.Since(start).Milliseconds())
 	}
 	return err
+}
+
+// Observe tells the leader of a token handed out for its lock, seen
+// outside its own acquires (a registry record, the history): the next
+// acquire's floor is at least that.
+func (l *Leader) Observe(token int64) {
+	l.mu.Lock()
+	l.observed = max(l.observed, token)
+	l.mu.Unlock()
+}
+
+// Observed is the highest token this replica has seen for its lock.
+func (l *Leader) Observed() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.observed
+}
+
+// checkEpoch says so, once per loss, when the epoch the new lease was
+// minted from was below a token observed before: Redis lost its data.
+// The lease's token is above the floor anyway (the acquire raised the
+// epoch first).
+func (l *Leader) checkEpoch(lease *redislock.Lease, floor int64) {
+	seen := lease.EpochSeen()
+	if seen < 0 || seen >= floor {
+		return
+	}
+	l.cfg.Observer.EpochRegression()
+	l.mu.Lock()
+	first := l.regressed != floor
+	l.regressed = floor
+	l.mu.Unlock()
+	if first {
+		l.log.Error("Redis lost its data: the fencing epoch was below a token already handed out; "+
+			"raised past it, so no token is handed out twice, but jobs acknowledged before may be lost "+
+			"(check Redis's persistence, maxmemory-policy and log)",
+			"epochFound", seen, "highestObserved", floor, "token", lease.Token())
+	}
 }
 
 // renewBackoff spaces the retries of a renew that failed with time left.

@@ -31,9 +31,9 @@ type recordingLock struct {
 	tokens    []int64
 }
 
-func (r *recordingLock) Acquire(ctx context.Context, id string) (*redislock.Lease, error) {
+func (r *recordingLock) Acquire(ctx context.Context, id string, floor int64) (*redislock.Lease, error) {
 	start := time.Now()
-	lease, err := r.Lock.Acquire(ctx, id)
+	lease, err := r.Lock.Acquire(ctx, id, floor)
 	if err == nil {
 		r.mu.Lock()
 		r.lastStart = start
@@ -316,7 +316,7 @@ func TestNewValidates(t *testing.T) {
 // heldLock is a lock always held by someone else for ttl.
 type heldLock struct{ ttl time.Duration }
 
-func (h *heldLock) Acquire(context.Context, string) (*redislock.Lease, error) {
+func (h *heldLock) Acquire(context.Context, string, int64) (*redislock.Lease, error) {
 	return nil, &redislock.HeldError{TTL: h.ttl}
 }
 func (h *heldLock) Renew(context.Context, *redislock.Lease) error   { return redislock.ErrLost }

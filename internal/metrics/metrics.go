@@ -150,8 +150,8 @@ func (m *Metrics) Watch(src Sources) error {
 	return nil
 }
 
-// EpochRegression counts one epoch found below a token this replica
-// had observed.
+// EpochRegression counts one acquire that found the epoch below a token
+// this replica had observed (leader.Observer).
 func (m *Metrics) EpochRegression() { m.regressions.Inc() }
 
 // LeaderChange counts a leadership this replica started.

@@ -71,7 +71,7 @@ func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (st
 			}
 			_ = r.locker.Release(context.Background(), lease)
 			if successor != "" {
-				_, _ = r.locker.Acquire(context.Background(), successor)
+				_, _ = r.locker.Acquire(context.Background(), successor, 0)
 			}
 		}
 	})
@@ -84,7 +84,7 @@ func TestStepDown(t *testing.T) {
 	if _, err := r.op.StepDown(ctx, 0); !errors.Is(err, ErrNoLeader) {
 		t.Fatalf("StepDown with no leader: %v", err)
 	}
-	lease, err := r.locker.Acquire(ctx, "a")
+	lease, err := r.locker.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestStepDown(t *testing.T) {
 // the deadline: a success that says so.
 func TestStepDownReleasedOnly(t *testing.T) {
 	r := newRig(t)
-	lease, err := r.locker.Acquire(t.Context(), "a")
+	lease, err := r.locker.Acquire(t.Context(), "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestStepDownReleasedOnly(t *testing.T) {
 // when its context ends, naming the leader.
 func TestStepDownRefused(t *testing.T) {
 	r := newRig(t)
-	if _, err := r.locker.Acquire(t.Context(), "stubborn"); err != nil {
+	if _, err := r.locker.Acquire(t.Context(), "stubborn", 0); err != nil {
 		t.Fatal(err)
 	}
 	ps := r.c.Subscribe(t.Context(), keys.ControlChannel()) // listens, never acts

@@ -12,25 +12,31 @@ import (
 )
 
 // Acquire tries once to take the lock for workerID. It returns a lease with
-// a fresh fencing token, or an error:
-//   - a *HeldError (errors.Is ErrNotAcquired) when another holder has it;
+// a fresh fencing token, above floor (the highest token the caller has
+// observed: the epoch is raised to it first, so a token is never handed
+// out twice even after Redis lost the epoch), or an error:
+//   - a *HeldError (errors.Is ErrNotAcquired) when another holder has it,
+//     with the token its lock value carries;
 //   - otherwise the per-node errors joined, or a validity or epoch failure.
 //
 // On any failure every node that may hold this attempt's value (it said yes,
 // or it failed or timed out, so the write may have landed) is released
 // before returning, best effort and bounded by NodeTimeout. Acquire does not
 // retry; the caller does, after a jittered delay.
-func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
+func (l *Locker) Acquire(ctx context.Context, workerID string, floor int64) (*Lease, error) {
 	if workerID == "" {
 		return nil, errors.New("redislock: worker ID is required")
 	}
+	if floor < 0 {
+		return nil, errors.New("redislock: acquire: negative floor")
+	}
 	// The prefix "<secret>:" of the value, 130 bits from crypto/rand; the
 	// scripts compare it before any change.
-	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now()}
-	mint := []any{a.value, l.ttlArg, workerID, flag(true)}
+	a := &attempt{l: l, workerID: workerID, value: rand.Text() + ":", start: l.now(), floor: floor, seen: -1}
+	mint := []any{a.value, l.ttlArg, workerID, flag(true), floor}
 	var args []any // for the nodes that mint no token
 	if len(l.nodes) > 1 || l.epochNode < 0 {
-		args = []any{a.value, l.ttlArg, workerID, flag(false)}
+		args = []any{a.value, l.ttlArg, workerID, flag(false), 0}
 	}
 	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
 		switch c, plain := n.(setNX); {
@@ -43,7 +49,7 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 		default:
 			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 		}
-		if err == nil && len(v) != 2 {
+		if err == nil && len(v) != 3 {
 			err = fmt.Errorf("unexpected acquire reply of %d values", len(v))
 		}
 		return v, err
@@ -56,7 +62,7 @@ func (l *Locker) Acquire(ctx context.Context, workerID string) (*Lease, error) {
 	case len(a.yes) >= l.quorum:
 		return a.fail(ctx, errors.Join(a.tooSlow(elapsed), errors.Join(a.errs...)))
 	case len(a.held) > len(l.nodes)-l.quorum:
-		return a.fail(ctx, &HeldError{TTL: l.retryAfter(a.held)})
+		return a.fail(ctx, &HeldError{TTL: l.retryAfter(a.held), Token: a.heldToken})
 	default:
 		return a.fail(ctx, fmt.Errorf("redislock: acquire: %d of %d nodes granted, %d needed, released: %w",
 			len(a.yes), len(l.nodes), l.quorum, errors.Join(a.errs...)))
@@ -80,7 +86,7 @@ type setNX interface {
 func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, value string, args []any) ([]int64, error) {
 	err := c.SetArgs(ctx, l.keys.Lock(), value, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
 	if err == nil {
-		return []int64{1, 0}, nil
+		return []int64{1, 0, -1}, nil
 	}
 	if !errors.Is(err, redis.Nil) {
 		return nil, err
@@ -90,7 +96,7 @@ func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, va
 
 // granted says an acquire reply holds the lock (on the authority: and so
 // minted a token).
-func granted(v []int64) bool { return len(v) == 2 && v[0] == 1 }
+func granted(v []int64) bool { return len(v) == 3 && v[0] == 1 }
 
 // attempt is one Acquire: its random value and what the nodes answered.
 type attempt struct {
@@ -104,6 +110,10 @@ type attempt struct {
 	errs     []error
 	token    int64 // minted by the authority's grant, or bumped after the quorum
 	minted   bool  // the authority granted and minted token
+	floor    int64 // the caller's highest observed token
+	seen     int64 // the epoch the authority had before minting; -1: unknown
+	// heldToken is the highest token the other holder's lock values carry.
+	heldToken int64
 }
 
 func (a *attempt) tally(res []result[[]int64]) {
@@ -115,10 +125,11 @@ func (a *attempt) tally(res []result[[]int64]) {
 		case r.v[0] == 1:
 			a.yes = append(a.yes, i)
 			if i == a.l.epochNode && r.v[1] > 0 {
-				a.token, a.minted = r.v[1], true
+				a.token, a.minted, a.seen = r.v[1], true, r.v[2]
 			}
 		default:
 			a.held = append(a.held, r.v[1])
+			a.heldToken = max(a.heldToken, r.v[2])
 		}
 	}
 }
@@ -132,11 +143,11 @@ func (a *attempt) tally(res []result[[]int64]) {
 func (a *attempt) win(ctx context.Context) (*Lease, error) {
 	l := a.l
 	if !a.minted {
-		t, recorded, err := l.bumpEpoch(ctx, a.value)
+		t, recorded, seen, err := l.bumpEpoch(ctx, a.value, a.floor)
 		if err != nil {
 			return a.fail(ctx, fmt.Errorf("redislock: quorum won but the fencing epoch bump failed, released: %w", err))
 		}
-		a.token = t
+		a.token, a.seen = t, seen
 		if !recorded {
 			// The authority holds no key of ours, so Holder would find
 			// the token on no node: write it where the quorum is.
@@ -147,7 +158,7 @@ func (a *attempt) win(ctx context.Context) (*Lease, error) {
 	if now := l.now(); !now.Before(deadline) {
 		return a.fail(ctx, a.tooSlow(now.Sub(a.start)))
 	}
-	return &Lease{value: a.value, workerID: a.workerID, token: a.token, now: l.now, deadline: deadline}, nil
+	return &Lease{value: a.value, workerID: a.workerID, token: a.token, seen: a.seen, now: l.now, deadline: deadline}, nil
 }
 
 func (a *attempt) tooSlow(elapsed time.Duration) error {

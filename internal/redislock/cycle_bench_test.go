@@ -27,7 +27,7 @@ func BenchmarkCycle(b *testing.B) {
 	}
 	ctx := context.Background()
 	cycle := func() {
-		lease, err := l.Acquire(ctx, "bench")
+		lease, err := l.Acquire(ctx, "bench", 0)
 		if err != nil {
 			b.Fatal(err)
 		}

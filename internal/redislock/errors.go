@@ -26,6 +26,10 @@ type HeldError struct {
 	// to be able to succeed (for one node: the key's remaining TTL). Zero
 	// when unknown, e.g. a key set without a TTL.
 	TTL time.Duration
+	// Token is the holder's fencing token, as its lock value carries it
+	// (0 when unknown): a token handed out, which the next acquire must
+	// pass (Acquire's floor) even if Redis loses the epoch meanwhile.
+	Token int64
 }
 
 func (e *HeldError) Error() string {

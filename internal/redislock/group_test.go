@@ -45,7 +45,7 @@ func TestGroupRenews(t *testing.T) {
 			leases := make([]*Lease, 4)
 			for i := range 3 { // lease 3 stays nil: not held
 				var err error
-				if leases[i], err = lockers[i].Acquire(ctx, "w"); err != nil {
+				if leases[i], err = lockers[i].Acquire(ctx, "w", 0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -91,7 +91,7 @@ func TestGroupRenewCost(t *testing.T) {
 	leases := make([]*Lease, 16)
 	for i := range leases {
 		var err error
-		if leases[i], err = lockers[i].Acquire(ctx, "w"); err != nil {
+		if leases[i], err = lockers[i].Acquire(ctx, "w", 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ type Lease struct {
 	value    string // the random lock value; never logged or returned in errors
 	workerID string
 	token    int64
+	seen     int64 // the epoch found before token was minted; -1: unknown
 	now      func() time.Time
 
 	mu       sync.Mutex
@@ -22,6 +23,12 @@ type Lease struct {
 // Token is the fencing token: strictly greater than every token handed out
 // before for this lock by the same epoch authority.
 func (l *Lease) Token() int64 { return l.token }
+
+// EpochSeen is the fencing epoch the authority had when this lease's
+// token was minted, before any raise to the caller's floor: below the
+// floor, Redis lost the epoch (a flush, an eviction, a restart without
+// persistence). -1 when unknown (a re-sent acquire, a reissue).
+func (l *Lease) EpochSeen() int64 { return l.seen }
 
 // Deadline is the local monotonic deadline: start of the last successful
 // acquire or renew attempt + TTL - drift. The lease must not be assumed

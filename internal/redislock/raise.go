@@ -69,7 +69,7 @@ func (l *Locker) Reissue(ctx context.Context, lease *Lease, floor int64) (*Lease
 	}
 	token := v[0]
 	l.recordToken(ctx, nil, lease.value, token)
-	next := &Lease{value: lease.value, workerID: lease.workerID, token: token, now: l.now, deadline: lease.Deadline()}
+	next := &Lease{value: lease.value, workerID: lease.workerID, token: token, seen: -1, now: l.now, deadline: lease.Deadline()}
 	if !next.Valid() {
 		return nil, fmt.Errorf("%w: the lease ended while its token was reissued", ErrLost)
 	}

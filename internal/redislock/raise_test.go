@@ -15,7 +15,7 @@ func TestRaiseEpoch(t *testing.T) {
 	ad := admin(t, s)
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
 	ctx := t.Context()
-	lease, err := l.Acquire(ctx, "a")
+	lease, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestRaiseEpoch(t *testing.T) {
 	if err := l.Release(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	next, err := l.Acquire(ctx, "b")
+	next, err := l.Acquire(ctx, "b", 0)
 	if err != nil || next.Token() != 11 {
 		t.Fatalf("acquire after the raise: token %v, %v; want 11", next, err)
 	}
@@ -62,7 +62,7 @@ func TestRaiseEpochRaisesTheRedlockFence(t *testing.T) {
 	if l.FenceKey() != keys.Fence() {
 		t.Fatalf("Redlock fences on %s, want %s", l.FenceKey(), keys.Fence())
 	}
-	if _, err := l.Acquire(ctx, "a"); err != nil {
+	if _, err := l.Acquire(ctx, "a", 0); err != nil {
 		t.Fatal(err)
 	}
 	ad := c.admins[0]
@@ -87,17 +87,17 @@ func TestRaiseForgetsTheLastBump(t *testing.T) {
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
 	c.admins[0].Set(ctx, key, "foreign", 0)
-	lease, err := l.Acquire(ctx, "a")
+	lease, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, _, err := l.bumpEpoch(ctx, lease.value); err != nil || tok != lease.Token() {
+	if tok, _, _, err := l.bumpEpoch(ctx, lease.value, 0); err != nil || tok != lease.Token() {
 		t.Fatalf("re-sent bump before the raise: %d, %v; want the same token %d", tok, err, lease.Token())
 	}
 	if _, _, err := l.RaiseEpoch(ctx, 50); err != nil {
 		t.Fatal(err)
 	}
-	if tok, _, err := l.bumpEpoch(ctx, lease.value); err != nil || tok != 51 {
+	if tok, _, _, err := l.bumpEpoch(ctx, lease.value, 0); err != nil || tok != 51 {
 		t.Fatalf("re-sent bump after raising to 50: %d, %v; want 51", tok, err)
 	}
 }
@@ -110,7 +110,7 @@ func TestReissue(t *testing.T) {
 			c := startCluster(t, n)
 			l := newLocker(t, c.clients(t), nil)
 			ctx := t.Context()
-			lease, err := l.Acquire(ctx, "a")
+			lease, err := l.Acquire(ctx, "a", 0)
 			if err != nil || lease.Token() != 1 {
 				t.Fatalf("acquire: %v, %v", lease, err)
 			}
@@ -131,7 +131,7 @@ func TestReissue(t *testing.T) {
 			if err := l.Release(ctx, again); err != nil {
 				t.Fatal(err)
 			}
-			next, err := l.Acquire(ctx, "b")
+			next, err := l.Acquire(ctx, "b", 0)
 			if err != nil || next.Token() != 27 {
 				t.Fatalf("acquire after the reissue: %v, %v; want token 27", next, err)
 			}

@@ -122,7 +122,7 @@ func TestRedlockQuorumCombinations(t *testing.T) {
 					a.Del(ctx, key)
 				}
 			})
-			lease, err := l.Acquire(ctx, "me")
+			lease, err := l.Acquire(ctx, "me", 0)
 			if len(free) >= 3 {
 				if err != nil {
 					t.Fatalf("acquire with %d free nodes: %v", len(free), err)
@@ -178,7 +178,7 @@ func TestRedlockRenewAcrossNodeLoss(t *testing.T) {
 	var clk clock
 	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.TTL = 5 * time.Second; cfg.Now = clk.Now })
 	ctx := t.Context()
-	lease, err := l.Acquire(ctx, "me")
+	lease, err := l.Acquire(ctx, "me", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestRedlockRenewLostOnMajority(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
-	lease, err := l.Acquire(ctx, "me")
+	lease, err := l.Acquire(ctx, "me", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRedlockSlowNodesOutlastValidity(t *testing.T) {
 	})
 	c.servers[3].Freeze()
 	c.servers[4].Freeze()
-	_, err := l.Acquire(t.Context(), "me")
+	_, err := l.Acquire(t.Context(), "me", 0)
 	c.servers[3].Thaw()
 	c.servers[4].Thaw()
 	if err == nil || errors.Is(err, ErrNotAcquired) {
@@ -287,7 +287,7 @@ func TestRedlockTokensAcrossQuorums(t *testing.T) {
 
 	c.admins[3].Set(ctx, key, "foreign", 10*time.Second)
 	c.admins[4].Set(ctx, key, "foreign", 10*time.Second)
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestRedlockTokensAcrossQuorums(t *testing.T) {
 	c.admins[4].Del(ctx, key)
 	c.admins[0].Set(ctx, key, "foreign", 10*time.Second)
 	c.admins[1].Set(ctx, key, "foreign", 10*time.Second)
-	b, err := l.Acquire(ctx, "b")
+	b, err := l.Acquire(ctx, "b", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestRedlockTokenRecordedForHolder(t *testing.T) {
 			}
 		}
 	}
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestRedlockTokenRecordedForHolder(t *testing.T) {
 	}
 
 	c.admins[0].Set(ctx, key, "foreign", 10*time.Second)
-	b, err := l.Acquire(ctx, "b")
+	b, err := l.Acquire(ctx, "b", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,13 +370,13 @@ func TestMinorityCleanupPublishesNothing(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
-	if _, err := l.Acquire(ctx, "leader"); err != nil {
+	if _, err := l.Acquire(ctx, "leader", 0); err != nil {
 		t.Fatal(err)
 	}
 	c.admins[2].Del(ctx, key) // the leader keeps nodes 0 and 1
 	notices := subscribe(t, c.admins[2])
 
-	_, err := l.Acquire(ctx, "follower")
+	_, err := l.Acquire(ctx, "follower", 0)
 	var held *HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("follower's acquire: %v, want HeldError", err)
@@ -398,7 +398,7 @@ func TestFailedBumpPublishesNothing(t *testing.T) {
 	notices := []<-chan *redis.Message{subscribe(t, c.admins[1]), subscribe(t, c.admins[2])}
 	c.servers[0].Kill()
 
-	_, err := l.Acquire(t.Context(), "follower")
+	_, err := l.Acquire(t.Context(), "follower", 0)
 	if err == nil || !strings.Contains(err.Error(), "epoch bump failed") {
 		t.Fatalf("acquire with the epoch authority down: %v, want a failed bump", err)
 	}
@@ -447,12 +447,12 @@ func TestRedlockFailedAttemptBurnsAToken(t *testing.T) {
 	c := startCluster(t, 3)
 	l := newLocker(t, c.clients(t), nil)
 	ctx := t.Context()
-	leader, err := l.Acquire(ctx, "leader")
+	leader, err := l.Acquire(ctx, "leader", 0)
 	if err != nil || leader.Token() != 1 {
 		t.Fatalf("acquire: %v, %v", leader, err)
 	}
 	c.admins[0].Del(ctx, key) // the leader's key lost on the authority only
-	if _, err := l.Acquire(ctx, "contender"); !errors.Is(err, ErrNotAcquired) {
+	if _, err := l.Acquire(ctx, "contender", 0); !errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("contender: %v, want ErrNotAcquired", err)
 	}
 	if e, err := l.Epoch(ctx); err != nil || e != 2 {
@@ -467,7 +467,7 @@ func TestRedlockFailedAttemptBurnsAToken(t *testing.T) {
 	if err := l.Release(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	next, err := l.Acquire(ctx, "next")
+	next, err := l.Acquire(ctx, "next", 0)
 	if err != nil || next.Token() != 3 {
 		t.Fatalf("next leadership: %v, %v; want token 3", next, err)
 	}
@@ -481,7 +481,7 @@ func TestOneNodeWithSeparateAuthority(t *testing.T) {
 	authority := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.Epoch = authority.Client() })
 	for want := int64(1); want <= 2; want++ {
-		lease, err := l.Acquire(t.Context(), "me")
+		lease, err := l.Acquire(t.Context(), "me", 0)
 		if err != nil {
 			t.Fatalf("acquire %d: %v", want, err)
 		}

@@ -33,7 +33,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 	var a *Lease
 	var err error
 	poll.Until(t, 10*time.Second, "an acquire with a healthy replica", func() bool {
-		a, err = l.Acquire(ctx, "w")
+		a, err = l.Acquire(ctx, "w", 0)
 		return err == nil
 	})
 	if got := rep.Get(ctx, keys.Epoch()).Val(); got != strconv.FormatInt(a.Token(), 10) {
@@ -44,7 +44,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 	}
 
 	r.Freeze()
-	_, err = l.Acquire(ctx, "w")
+	_, err = l.Acquire(ctx, "w", 0)
 	r.Thaw()
 	if !errors.Is(err, ErrReplicas) || errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("acquire with a silent replica: %v, want ErrReplicas", err)
@@ -55,7 +55,7 @@ func TestBumpWaitsForReplicas(t *testing.T) {
 
 	var b *Lease
 	poll.Until(t, 10*time.Second, "an acquire once the replica answers", func() bool {
-		b, err = l.Acquire(ctx, "w")
+		b, err = l.Acquire(ctx, "w", 0)
 		return err == nil
 	})
 	if b.Token() <= a.Token()+1 { // the failed attempt used a.Token()+1
@@ -76,7 +76,7 @@ func TestRedlockAuthorityWaitsForReplicas(t *testing.T) {
 	l := newLocker(t, c.clients(t), func(cfg *Config) { cfg.Epoch = authority.Client() })
 	ctx := t.Context()
 	r.Freeze()
-	_, err := l.Acquire(ctx, "w")
+	_, err := l.Acquire(ctx, "w", 0)
 	r.Thaw()
 	if !errors.Is(err, ErrReplicas) {
 		t.Fatalf("acquire with a silent replica of the authority: %v, want ErrReplicas", err)
@@ -98,7 +98,7 @@ func TestNoReplicaNoWait(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
 	for range 50 {
-		lease, err := l.Acquire(ctx, "w")
+		lease, err := l.Acquire(ctx, "w", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func testTokensAcrossFailover(t *testing.T, c redis.Scripter, failover func(cont
 	acquire := func() *Lease {
 		var lease *Lease
 		poll.Until(t, 20*time.Second, "an acquire", func() bool {
-			lease, err = l.Acquire(ctx, "w")
+			lease, err = l.Acquire(ctx, "w", 0)
 			return err == nil
 		})
 		return lease
@@ -220,7 +220,7 @@ func TestMinReplicas(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.MinReplicas = 1 })
 	ctx := t.Context()
-	if _, err := l.Acquire(ctx, "w"); !errors.Is(err, ErrReplicas) {
+	if _, err := l.Acquire(ctx, "w", 0); !errors.Is(err, ErrReplicas) {
 		t.Fatalf("acquire without a replica: %v, want ErrReplicas", err)
 	}
 	if n := admin(t, s).Exists(ctx, key).Val(); n != 0 {
@@ -228,7 +228,7 @@ func TestMinReplicas(t *testing.T) {
 	}
 	redistest.StartReplica(t, s)
 	poll.Until(t, 10*time.Second, "an acquire once a replica is online", func() bool {
-		_, err := l.Acquire(ctx, "w")
+		_, err := l.Acquire(ctx, "w", 0)
 		return err == nil
 	})
 }
@@ -252,7 +252,7 @@ func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
 	var a *Lease
 	var err error
 	poll.Until(t, 10*time.Second, "an acquire with a healthy replica", func() bool {
-		a, err = l.Acquire(ctx, "w")
+		a, err = l.Acquire(ctx, "w", 0)
 		return err == nil
 	})
 	if err := l.Release(ctx, a); err != nil {
@@ -270,7 +270,7 @@ func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
 	waits := func() int { return calls(ad.Info(ctx, "commandstats").Val(), "wait") }
 	before := waits()
 	for i := range 5 {
-		if _, err = l.Acquire(ctx, "w"); err == nil {
+		if _, err = l.Acquire(ctx, "w", 0); err == nil {
 			if n := waits() - before; n > 1 {
 				t.Fatalf("%d WAITs for a replica that is gone, want at most 1 (the first attempt's)", n)
 			}

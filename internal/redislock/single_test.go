@@ -25,11 +25,11 @@ func TestSecondAcquireIsHeld(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Acquire(ctx, "b")
+	_, err = l.Acquire(ctx, "b", 0)
 	var held *HeldError
 	if !errors.Is(err, ErrNotAcquired) || !errors.As(err, &held) {
 		t.Fatalf("second acquire: %v, want a HeldError wrapping ErrNotAcquired", err)
@@ -57,7 +57,7 @@ func TestForgedLeaseLeavesHolderUntouched(t *testing.T) {
 	ad := admin(t, s)
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.TTL = 10 * time.Second })
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestKeyExpiresAfterTTL(t *testing.T) {
 	ad := admin(t, s)
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.TTL = 300 * time.Millisecond; c.NodeTimeout = 0 })
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestKeyExpiresAfterTTL(t *testing.T) {
 	if a.Valid() {
 		t.Fatal("lease valid after its key expired")
 	}
-	b, err := l.Acquire(ctx, "b")
+	b, err := l.Acquire(ctx, "b", 0)
 	if err != nil {
 		t.Fatalf("acquire after expiry: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestTokensIncreaseAndValuesAreRandom(t *testing.T) {
 	seen := map[string]bool{}
 	var last int64
 	for i := range 100 {
-		lease, err := l.Acquire(ctx, "w")
+		lease, err := l.Acquire(ctx, "w", 0)
 		if err != nil {
 			t.Fatalf("acquire %d: %v", i, err)
 		}
@@ -226,7 +226,7 @@ func TestTimedOutAcquireIsReleased(t *testing.T) {
 	})
 	loadScripts(t, ad) // so EVALSHA finds them; a NOSCRIPT reply would make the test vacuous
 	s.Freeze()
-	_, err := l.Acquire(t.Context(), "w")
+	_, err := l.Acquire(t.Context(), "w", 0)
 	s.Thaw()
 	var held *HeldError
 	var ne *NodeError
@@ -253,7 +253,7 @@ func TestLostReplyAcquireIsReleased(t *testing.T) {
 	})
 	loadScripts(t, ad) // so EVALSHA finds them; a NOSCRIPT reply would make the test vacuous
 	p.drop.Store(true)
-	_, err := l.Acquire(t.Context(), "w")
+	_, err := l.Acquire(t.Context(), "w", 0)
 	if !isTimeout(err) || errors.Is(err, ErrNotAcquired) {
 		t.Fatalf("acquire with lost replies: %v, want a timeout", err)
 	}
@@ -272,7 +272,7 @@ func TestRenewAfterDeadlineIsLost(t *testing.T) {
 	var clk clock
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.TTL = 10 * time.Second; c.Now = clk.Now })
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestRenewExtendsFromItsStart(t *testing.T) {
 	var clk clock
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.TTL = 10 * time.Second; c.Now = clk.Now })
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRenewOfVanishedKeyIsLostAndDoesNotRecreate(t *testing.T) {
 	ad := admin(t, s)
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "a")
+	a, err := l.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestReleasePublishesWorkerID(t *testing.T) {
 	notices := subscribe(t, ad)
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
 	ctx := t.Context()
-	a, err := l.Acquire(ctx, "worker-7")
+	a, err := l.Acquire(ctx, "worker-7", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

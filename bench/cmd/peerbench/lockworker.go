@@ -36,7 +36,7 @@ type lockworkerLock struct {
 var _ lock = (*lockworkerLock)(nil)
 
 func (w *lockworkerLock) acquire(ctx context.Context) (bool, error) {
-	lease, err := w.l.Acquire(ctx, w.id)
+	lease, err := w.l.Acquire(ctx, w.id, 0)
 	if errors.Is(err, redislock.ErrNotAcquired) {
 		return false, nil
 	}
