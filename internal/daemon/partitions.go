@@ -48,6 +48,7 @@ func (d *Daemon) members(ctx context.Context) ([]partition.Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.observeRecords(records)
 	out := make([]partition.Member, 0, len(records))
 	for _, r := range records {
 		m := partition.Member{ID: r.WorkerID, Owned: make(map[int]int64, len(r.Partitions)),

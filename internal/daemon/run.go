@@ -79,6 +79,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.serve(gctx) })
 	g.Go(func() error { return d.eviction.Run(gctx) })
+	g.Go(func() error { return d.observeTokens(gctx, evictionCheckInterval(d.cfg)) })
 	g.Go(func() error { return d.reporter.Run(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
 	g.Go(func() error { return d.dash.Run(gctx) })
