@@ -183,7 +183,7 @@ func TestAcquireScriptIsIdempotent(t *testing.T) {
 	ek := []string{keys.Epoch(), keys.EpochLast(), key, keys.Fence()}
 	bump := func(v string) []int64 {
 		r, err := epochScript.Run(ctx, c, ek, v+":").Int64Slice()
-		if err != nil || len(r) != 2 {
+		if err != nil || len(r) != 3 {
 			t.Fatalf("epoch bump: %v %v", r, err)
 		}
 		return r
