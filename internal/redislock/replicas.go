@@ -9,11 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
 // replicaCountTTL is how long the epoch authority's count of online
-// replicas is trusted. After that it is read again (ROLE), in the same
+// replicas is trusted. After that it is read again (INFO replication), in the same
 // round trip as the next bump.
 const replicaCountTTL = time.Second
 
@@ -90,15 +91,15 @@ func (r *replicaCount) invalidate() {
 // replicas are online. With no replica and MinReplicas 0 it costs what it
 // did before: one EVALSHA, in one round trip.
 //
-// The replica count comes from ROLE, read again once the cached count is
-// older than replicaCountTTL. When the stale count is 0, ROLE rides in the
+// The replica count comes from INFO replication, read again once the cached count is
+// older than replicaCountTTL. When the stale count is 0, INFO replication rides in the
 // same round trip as the script, and only when it finds replicas does a
-// second WAIT follow. When the stale count names replicas, ROLE goes first,
+// second WAIT follow. When the stale count names replicas, INFO replication goes first,
 // in a round trip of its own: one of them may be gone, and WAIT for more
 // replicas than are connected blocks for its whole timeout, eating the
-// node timeout the rest of the attempt needs. (ROLE in that same round trip
+// node timeout the rest of the attempt needs. (INFO replication in that same round trip
 // did not help: when the WAIT's reply missed the deadline, go-redis marked
-// every command of the pipeline failed, ROLE's good answer included, so
+// every command of the pipeline failed, INFO replication's good answer included, so
 // the count was never corrected and, under load, every attempt waited for
 // the missing replica again.)
 func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string, args []any, wrote func([]int64) bool) ([]int64, error) {
@@ -115,7 +116,7 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	defer func() { _ = conn.Close() }()
 	readRole := !fresh
 	if readRole && online > 0 {
-		n, err := onlineReplicas(conn.Do(ctx, "ROLE"))
+		n, err := onlineReplicas(conn.Do(ctx, "INFO", "replication"))
 		if err != nil {
 			l.master.redirected(ctx) // not a master any more: a failover moved it
 			return nil, err
@@ -171,7 +172,7 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	return v, nil
 }
 
-// bumpAndWait sends, in one round trip on conn: ROLE when asked, the
+// bumpAndWait sends, in one round trip on conn: INFO replication when asked, the
 // script, and WAIT want when want > 0 (scriptpipe.Run). After NOSCRIPT (a
 // fresh server, or a promoted replica: scripts are not replicated) it
 // sends the script again with its body, and the WAIT, unless the replicas
@@ -183,7 +184,7 @@ func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Scr
 			return l.waitBatch(s, keys, args, 0, false), true
 		}
 		// A master that lost its scripts was often just promoted, and may
-		// have lost replicas too: wait for those ROLE lists now.
+		// have lost replicas too: wait for those online now.
 		need := want
 		if readRole {
 			if n, err := onlineReplicas(first.Before[0]); err == nil {
@@ -196,7 +197,7 @@ func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Scr
 		return l.waitBatch(s, keys, args, need, false), true
 	})
 	if readRole {
-		role = first.Before[0] // ROLE went with the first send only
+		role = first.Before[0] // INFO went with the first send only
 	}
 	if len(r.After) > 0 {
 		wait = r.After[0]
@@ -204,12 +205,12 @@ func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Scr
 	return role, r.Script, wait
 }
 
-// waitBatch is bumpAndWait's round trip: ROLE when readRole, the script,
+// waitBatch is bumpAndWait's round trip: INFO replication when readRole, the script,
 // WAIT want when want > 0.
 func (l *Locker) waitBatch(s *redis.Script, keys []string, args []any, want int, readRole bool) scriptpipe.Batch {
 	b := scriptpipe.Batch{Script: s, Keys: keys, Args: args}
 	if readRole {
-		b.Before = [][]any{{"ROLE"}}
+		b.Before = [][]any{{"INFO", "replication"}}
 	}
 	if want > 0 {
 		b.After = [][]any{{"WAIT", want, l.waitTimeout.Milliseconds()}}
@@ -217,16 +218,18 @@ func (l *Locker) waitBatch(s *redis.Script, keys []string, args []any, want int,
 	return b
 }
 
-// onlineReplicas reads ROLE's reply: how many replicas are online (ROLE
-// lists only those), or an error when the node is not a master.
+// onlineReplicas reads INFO replication's reply: how many replicas are
+// online, so can acknowledge a write now (a replica in a full resync is
+// connected but cannot, and waiting for it only times out), or an error
+// when the node is not a master.
 func onlineReplicas(c *redis.Cmd) (int, error) {
-	v, err := c.Slice()
+	info, err := c.Text()
 	if err != nil {
-		return 0, fmt.Errorf("ROLE: %w", err)
+		return 0, fmt.Errorf("INFO replication: %w", err)
 	}
-	if len(v) < 3 || v[0] != "master" {
-		return 0, fmt.Errorf("the epoch authority is not a master (ROLE says %v)", v)
+	n, err := replicas.Online(info)
+	if err != nil {
+		return 0, fmt.Errorf("the epoch authority: %w", err)
 	}
-	list, _ := v[2].([]any)
-	return len(list), nil
+	return n, nil
 }

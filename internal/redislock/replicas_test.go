@@ -89,7 +89,7 @@ func TestRedlockAuthorityWaitsForReplicas(t *testing.T) {
 }
 
 // TestNoReplicaNoWait: on a master without replicas nothing waits. Over
-// many acquires the only extra command is ROLE, at most once per
+// many acquires the only extra command is INFO replication, at most once per
 // replicaCountTTL, sent in the same round trip as a bump.
 func TestNoReplicaNoWait(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
@@ -111,9 +111,9 @@ func TestNoReplicaNoWait(t *testing.T) {
 	if strings.Contains(stats, "cmdstat_wait:") {
 		t.Fatalf("WAIT sent to a master without replicas:\n%s", stats)
 	}
-	roles := calls(stats, "role")
+	roles := calls(stats, "info")
 	if limit := int(elapsed/replicaCountTTL) + 1; roles < 1 || roles > limit {
-		t.Fatalf("ROLE sent %d times in %s, want 1 to %d", roles, elapsed, limit)
+		t.Fatalf("INFO sent %d times in %s, want 1 to %d", roles, elapsed, limit)
 	}
 }
 
@@ -236,12 +236,12 @@ func TestMinReplicas(t *testing.T) {
 // TestNewMasterWithoutScriptsOrReplicas: as after a failover whose old
 // master is gone, the authority forgets its scripts and loses its only
 // replica while the locker still counts one. The next attempts learn the
-// new count from ROLE and load the script: an acquire succeeds within a
+// new count from INFO replication and load the script: an acquire succeeds within a
 // few tries instead of waiting for a replica that will never answer.
 //
 // At most the first attempt, which trusts the fresh count of one replica,
 // may WAIT for it (and block WAIT's whole timeout). Every later attempt
-// reads ROLE before it sends a WAIT: a locker that kept WAITing for the
+// reads INFO replication before it sends a WAIT: a locker that kept WAITing for the
 // replica that is gone used up most of each attempt's node timeout, and
 // on a loaded machine failed every attempt.
 func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
@@ -260,7 +260,7 @@ func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
 	}
 	r.Kill()
 	poll.Until(t, 10*time.Second, "the master to see its replica gone", func() bool {
-		n, err := onlineReplicas(admin(t, s).Do(ctx, "ROLE"))
+		n, err := onlineReplicas(admin(t, s).Do(ctx, "INFO", "replication"))
 		return err == nil && n == 0
 	})
 	ad := admin(t, s)
