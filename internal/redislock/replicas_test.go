@@ -280,3 +280,30 @@ func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
 	}
 	t.Fatalf("no acquire in 5 attempts on a master without scripts or replicas: %v", err)
 }
+
+// TestResyncingReplicaNotWaitedFor: a replica in its full resync (held in
+// wait_bgsave by a diskless sync delay) cannot acknowledge, so an epoch
+// bump does not WAIT for it: acquires succeed at once, and none sends a
+// WAIT that could only time out.
+func TestResyncingReplicaNotWaitedFor(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{Args: []string{"--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "60"}})
+	redistest.Start(t, redistest.Options{Args: []string{"--replicaof", "127.0.0.1", strconv.Itoa(s.Port)}})
+	ad := admin(t, s)
+	ctx := t.Context()
+	poll.Until(t, 10*time.Second, "the replica in its full resync", func() bool {
+		return strings.Contains(ad.Info(ctx, "replication").Val(), "state=wait_bgsave")
+	})
+	l := newLocker(t, []*redis.Client{s.Client()}, nil)
+	for range 3 {
+		lease, err := l.Acquire(ctx, "w", 0)
+		if err != nil {
+			t.Fatalf("acquire with a replica in its resync: %v", err)
+		}
+		if err := l.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls(ad.Info(ctx, "commandstats").Val(), "wait"); n != 0 {
+		t.Fatalf("%d WAITs for a replica that cannot acknowledge", n)
+	}
+}
