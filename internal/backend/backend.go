@@ -140,6 +140,8 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			FenceKey:       l.FenceKey(),
 			Partition:      p,
 			ShardedNotices: b.laneSh,
+			MinReplicas:    cfg.RedisMinReplicas,
+			ReplicaTimeout: cfg.RedisNodeTimeout,
 		}); err != nil {
 			return err
 		}

@@ -222,8 +222,11 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.cfg.Logger.Error("enqueue failed", "err", err)
 		msg := "could not enqueue: Redis unavailable"
-		if redisFull(err) {
+		switch {
+		case redisFull(err):
 			msg = fullMsg
+		case notReplicated(err):
+			msg = notReplicatedMsg
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
 		return
@@ -268,6 +271,8 @@ func (s *server) enqueueLines(w http.ResponseWriter, r *http.Request) {
 			msg = "could not enqueue: Redis unavailable; the batch was enqueued whole or not at all"
 		case redisFull(err):
 			msg = fullMsg
+		case notReplicated(err):
+			msg = notReplicatedMsg
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
 		return
@@ -335,6 +340,17 @@ const fullMsg = "could not enqueue: Redis is full (maxmemory reached; it refuses
 func redisFull(err error) bool {
 	var f interface{ RedisFull() bool }
 	return errors.As(err, &f) && f.RedisFull()
+}
+
+// notReplicatedMsg is the 503's message when the write reached the master
+// but too few replicas acknowledged it in time.
+const notReplicatedMsg = "not acknowledged: written on the Redis master, but fewer replicas than REDIS_MIN_REPLICAS " +
+	"acknowledged it in time; it may run, or be lost in a failover"
+
+// notReplicated: the enqueue's error is jobs.ErrNotReplicated.
+func notReplicated(err error) bool {
+	var f interface{ NotReplicated() bool }
+	return errors.As(err, &f) && f.NotReplicated()
 }
 
 // isNDJSON: the body is newline-delimited JSON, one job per line.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,10 +89,28 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 	if err := checkItem(it); err != nil {
 		return "", err
 	}
+	conn, want, err := q.acks.conn(ctx, q.cfg.Client, q.stream)
+	if err != nil {
+		return "", fmt.Errorf("jobs: enqueue: count the replicas: %w", err)
+	}
+	if conn != nil {
+		defer func() { _ = conn.Close() }()
+	}
 	var add *redis.StringCmd
-	q.withNotice(ctx, func(p redis.Pipeliner) { add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis())) }, id)
+	var wait *redis.Cmd
+	q.withNotice(ctx, conn, func(p redis.Pipeliner) {
+		add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis()))
+		if conn != nil {
+			wait = q.acks.wait(ctx, p, want)
+		}
+	}, id)
 	if err := add.Err(); err != nil {
 		return "", fmt.Errorf("jobs: enqueue: %w", full(err))
+	}
+	if wait != nil {
+		if err := q.acks.check(wait, want); err != nil {
+			return "", fmt.Errorf("jobs: enqueue %s: %w", id, err)
+		}
 	}
 	return id, nil
 }
@@ -150,8 +169,18 @@ func addMany(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [
 		n += len(part)
 	}
 	now := queues[0].nowMillis()
+	first := slices.IndexFunc(parts, func(p []int) bool { return len(p) > 0 })
+	ack := queues[first].acks
+	conn, want, err := ack.conn(ctx, client, queues[first].stream)
+	if err != nil {
+		return fmt.Errorf("jobs: enqueue %d jobs: count the replicas: %w", n, err)
+	}
+	if conn != nil {
+		defer func() { _ = conn.Close() }()
+		client = conn // the transaction and its WAIT on one connection
+	}
 	adds := make(map[int]*redis.StringCmd, n)
-	_, err := client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for k, part := range parts {
 			for _, i := range part {
 				adds[i] = p.XAdd(ctx, queues[k].xadd(ids[i], items[i], now))
@@ -183,11 +212,17 @@ func addMany(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [
 		}
 		return &PartialError{IDs: written, Err: err}
 	}
+	if conn != nil { // one WAIT for the whole batch
+		err = ack.check(conn.Do(ctx, "WAIT", want, ack.timeout.Milliseconds()), want)
+	}
 	for k, part := range parts {
 		if len(part) > 0 {
 			q := queues[k]
 			_ = notice.Publish(ctx, client, q.cfg.ShardedNotices, q.enqueued, ids[part[len(part)-1]]).Err()
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("jobs: enqueue %d jobs: %w", n, err)
 	}
 	return nil
 }
@@ -246,14 +281,18 @@ func checkBatch(items []Item) error {
 func (q *Queue) EnqueuedChannel() string { return q.enqueued }
 
 // withNotice sends write and, behind it, the enqueue notice msg, in one
-// round trip. A notice must not reach a leader before the write it
+// round trip (on conn, when not nil). A notice must not reach a leader before the write it
 // announces, or the leader looks, finds nothing and sleeps until its
 // next poll: in one pipeline they stay in order on one node. On a Redis
 // Cluster with classic notices (partitions) the notice may go to another
 // node than the queue's, so there it is sent once the write was
 // answered, one round trip later.
-func (q *Queue) withNotice(ctx context.Context, write func(p redis.Pipeliner), msg string) {
-	_, err := q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+func (q *Queue) withNotice(ctx context.Context, conn *redis.Conn, write func(p redis.Pipeliner), msg string) {
+	var c redis.Cmdable = q.cfg.Client
+	if conn != nil {
+		c = conn // the write and its WAIT on one connection
+	}
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		write(p)
 		if !q.noticeAfter {
 			notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, msg)

@@ -21,7 +21,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 // one round trip. Resuming a running queue is not an error.
 func (q *Queue) Resume(ctx context.Context) error {
 	var del *redis.IntCmd
-	q.withNotice(ctx, func(p redis.Pipeliner) { del = p.Del(ctx, q.paused) }, "resume")
+	q.withNotice(ctx, nil, func(p redis.Pipeliner) { del = p.Del(ctx, q.paused) }, "resume")
 	if err := del.Err(); err != nil {
 		return fmt.Errorf("jobs: resume: %w", err)
 	}

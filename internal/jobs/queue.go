@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -35,6 +36,14 @@ type Config struct {
 	// Cluster's sharded pub/sub; the channel shares the keys' hash tag)
 	// instead of PUBLISH. Default false.
 	ShardedNotices bool
+	// MinReplicas: an enqueue is acknowledged (Enqueue returns its ID)
+	// only once every online replica of the queue's master, and at least
+	// MinReplicas, has it (WAIT; a bulk enqueue waits once). Default 0:
+	// only the online replicas are waited for, none when there are none.
+	// Negative: never wait.
+	MinReplicas int
+	// ReplicaTimeout bounds that WAIT. Default 1s.
+	ReplicaTimeout time.Duration
 }
 
 // Queue is the serial job queue as producers and operators see it:
@@ -51,6 +60,7 @@ type Queue struct {
 	// noticeAfter: notices are sent after the write they announce, not
 	// beside it (see withNotice).
 	noticeAfter bool
+	acks        *acks // nil: enqueues are not WAITed for
 }
 
 // New validates cfg, fills in defaults and returns a Queue.
@@ -89,7 +99,15 @@ func New(cfg Config) (*Queue, error) {
 		// A Cluster's classic PUBLISH may go to another node than the
 		// queue's: see withNotice.
 		noticeAfter: isCluster(cfg.Client) && !cfg.ShardedNotices,
+		acks:        newAcks(cfg),
 	}, nil
+}
+
+func newAcks(cfg Config) *acks {
+	if cfg.MinReplicas < 0 {
+		return nil
+	}
+	return &acks{min: cfg.MinReplicas, timeout: cmp.Or(cfg.ReplicaTimeout, time.Second), counts: map[string]replicaCount{}}
 }
 
 func isCluster(c redis.Cmdable) bool {
