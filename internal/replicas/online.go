@@ -8,7 +8,10 @@ import (
 )
 
 // Online counts the replicas an INFO replication reply lists with
-// state=online. It fails when the node is not a master (role:slave: a
+// state=online and an acknowledged offset above 0. (After a diskless
+// sync the master marks a replica online before the replica has loaded
+// the data and sent its first acknowledgement; until then its offset is
+// 0 and a WAIT for it times out.) It fails when the node is not a master (role:slave: a
 // failover moved the master).
 func Online(info string) (int, error) {
 	n, role := 0, ""
@@ -23,10 +26,17 @@ func Online(info string) (int, error) {
 		if !ok || !strings.HasPrefix(name, "slave") || strings.Trim(name[len("slave"):], "0123456789") != "" || name == "slave" {
 			continue
 		}
+		online, acked := false, false
 		for f := range strings.SplitSeq(fields, ",") {
-			if f == "state=online" {
-				n++
+			switch {
+			case f == "state=online":
+				online = true
+			case strings.HasPrefix(f, "offset="):
+				acked = f != "offset=0"
 			}
+		}
+		if online && acked {
+			n++
 		}
 	}
 	switch {
