@@ -20,6 +20,14 @@
 // A step-down request is acted on only by the leadership whose token it
 // names (package operator).
 //
+// A replica leads only on a Redis whose every master runs
+// maxmemory-policy noeviction (read with INFO memory at start-up, where
+// another policy is a configuration error, and every 4 RENEW_INTERVALs,
+// 1s to 15s, after which a leader gives its leadership up and /readyz
+// answers 503 until the policy is safe again). Each lane's leader is told
+// of the tokens the registry and the history name, for its acquire's
+// floor.
+//
 // Not guaranteed: anything about other replicas; see packages leader,
 // redislock and jobs for what leadership and the queue promise.
 package daemon

@@ -4,7 +4,12 @@
 // batch of jobs.
 //
 // A Queue is what producers and operators use (Enqueue, Stats,
-// DeadLetters, Requeue); it needs no handler and no leadership. A Worker is
+// DeadLetters, Requeue); it needs no handler and no leadership. An
+// enqueue is acknowledged only once every replica of the queue's master
+// that can acknowledge, and at least Config.MinReplicas, has it (WAIT on
+// the write's own connection; one WAIT per bulk enqueue); otherwise it is
+// written but fails with ErrNotReplicated. On a full Redis (noeviction,
+// maxmemory reached) it fails with ErrRedisFull and writes nothing. A Worker is
 // the leader's side: Process runs a Handler on each job under the
 // leadership's context and lease.
 //

@@ -19,9 +19,13 @@
 // with its stack and never reaches the process. The waits after such
 // leaderships, when they come quickly one after another, and after
 // consecutive acquire errors back off (RetryDelay), so a replica that
-// cannot work neither flaps nor hammers Redis. A token is never used if it
-// is not above every token this process held before: after the epoch
-// authority lost its data, the epoch is raised past the highest one first.
+// cannot work neither flaps nor hammers Redis. Every acquire passes the
+// highest token this replica has observed (its own, the lock value of a
+// holder that refused it, and what Observe is told: the registry, the
+// history) as the floor the epoch is raised to before the token is
+// minted, so a token is above all of them even after Redis lost the
+// epoch; an epoch found below it is logged once at ERROR and counted
+// (Observer.EpochRegression).
 //
 // StepDown(token) gives a leadership up on an operator's request, through
 // the same path (the work ends with ErrSteppedDown, the machine stops it and
@@ -36,6 +40,6 @@
 // Not guaranteed: that the work notices cancellation at once. Anything the
 // work writes must carry the fencing token (Lease.Token) and be checked by
 // the store; that, not this package, is what makes a late leader harmless.
-// The highest token held is remembered in memory only: a replica restarted
-// after the authority lost its data cannot tell.
+// The highest token observed is remembered in memory only: a replica
+// started after the authority lost its data cannot tell.
 package leader

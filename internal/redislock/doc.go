@@ -34,6 +34,11 @@
 //     has seen, on the key FenceKey names (Kleppmann's rule); the bump
 //     after a won quorum, Reissue and RaiseEpoch raise that fence too. With
 //     one node every mint is a leadership, and the fence is the epoch.
+//   - Acquire takes a floor, the highest token the caller has observed:
+//     the authority raises the epoch to it before minting, so the token
+//     is above the floor even when Redis lost the epoch (a flush, an
+//     eviction), and reports the epoch it found (Lease.EpochSeen). A
+//     refused attempt reports the holder's token (HeldError.Token).
 //   - The epoch only grows: RaiseEpoch raises it to at least N for an
 //     operator repairing it (tokens after it are above N, and the fence is
 //     raised to the epoch), and Reissue
@@ -98,8 +103,9 @@
 //
 // An epoch mint or bump (and, in the same script, a fence raise) on a
 // master with replicas is WAITed for: the token is
-// returned only once every online replica, and at least MinReplicas, has
-// acknowledged the write (see replicated in replicas.go), so a failover to
+// returned only once every replica that can acknowledge (INFO
+// replication: online, with an acknowledged offset; package replicas),
+// and at least MinReplicas, has acknowledged the write (see replicated in replicas.go), so a failover to
 // any of them cannot hand the token out again. Not guaranteed: that a
 // replica that was offline at the bump, and is promoted anyway, has it;
 // and renewals and releases are not WAITed, so a failover can lose or
