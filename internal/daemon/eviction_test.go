@@ -139,3 +139,20 @@ func get(t *testing.T, port int, path string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// TestFollowerObservesTheLeadersToken: a follower learns the leader's
+// token (from the lock's value when its acquire is refused, and from the
+// registry), so its own next acquire's floor is at least that token.
+func TestFollowerObservesTheLeadersToken(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	leader := start(t, load(t, "REDIS_URLS="+s.URL(), "WORKER_ID=w1"))
+	poll.Until(t, 10*time.Second, "w1 leads", func() bool { return leader.leads() == 1 })
+	token := leader.d.lanes[0].leader.Status().Token
+	follower := start(t, load(t, "REDIS_URLS="+s.URL(), "WORKER_ID=w2"))
+	poll.Until(t, 10*time.Second, "w2 observes w1's token", func() bool {
+		return follower.d.lanes[0].leader.Observed() >= token
+	})
+	if follower.leads() != 0 {
+		t.Fatal("w2 leads beside w1")
+	}
+}
