@@ -53,7 +53,8 @@ type topology struct {
 	// failover forces a failover of the master that holds the lock.
 	failover func(context.Context) error
 	// settle waits until the new master has an online replica again:
-	// until then no new leadership can start (REDIS_MIN_REPLICAS=1).
+	// until then no new leadership can start and no enqueue is
+	// acknowledged (REDIS_MIN_REPLICAS=1).
 	settle func(context.Context) error
 	// lossy: the failover can lose the old master's last writes. SENTINEL
 	// FAILOVER promotes the replica while clients still write to the old
@@ -107,6 +108,11 @@ func testTopology(t *testing.T, redisEnv []string, topo topology) {
 		t.Fatal(err)
 	}
 	switched := time.Now()
+	// Enqueues are acknowledged once a replica has them
+	// (REDIS_MIN_REPLICAS=1): wait for the new master's replica.
+	if err := topo.settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	st := queueStatus(t, env)
 	if st.Committed < committed {
 		t.Fatalf("committed went from %d to %d across the failover", committed, st.Committed)

@@ -141,7 +141,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			Partition:      p,
 			ShardedNotices: b.laneSh,
 			MinReplicas:    cfg.RedisMinReplicas,
-			ReplicaTimeout: cfg.RedisNodeTimeout,
+			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip
 		}); err != nil {
 			return err
 		}
