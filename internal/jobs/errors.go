@@ -48,7 +48,7 @@ type redisFull struct{}
 
 func (redisFull) Error() string {
 	return "jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
-		"raise maxmemory, or free memory (processed jobs are trimmed as the leader works; dead letters stay until requeued or dropped)"
+		"raise maxmemory, or free memory (the leader trims jobs as it commits them; dead letters stay until requeued)"
 }
 func (redisFull) RedisFull() bool { return true }
 
