@@ -161,7 +161,9 @@ func TestEnqueueManyOutcomeUnknown(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = c.Close() })
 	q := batchQueue(t, c, Config{})
-	if err := c.Ping(ctx).Err(); err != nil { // connected before the freeze
+	// Connected, and the replica count read (it is good for a second),
+	// before the freeze: the batch itself goes unanswered.
+	if _, _, err := q.acks.conn(ctx, c, q.stream); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.Freeze()
