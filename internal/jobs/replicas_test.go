@@ -28,6 +28,17 @@ func waitCalls(t testing.TB, c *redis.Client) int {
 	return 0
 }
 
+// acknowledging waits until c's replica acknowledges writes (WAIT says
+// so) and INFO replication counts it.
+func acknowledging(t testing.TB, c *redis.Client) {
+	t.Helper()
+	poll.Until(t, 10*time.Second, "the replica acknowledging", func() bool {
+		c.Set(t.Context(), keyspace.MustNew("acks-probe").Lease().Lock(), "1", 0)
+		n, err := replicas.Online(c.Info(t.Context(), "replication").Val())
+		return c.Wait(t.Context(), 1, 100*time.Millisecond).Val() == 1 && err == nil && n == 1
+	})
+}
+
 func replicatedQueue(t testing.TB, c *redis.Client, min int) *Queue {
 	t.Helper()
 	q, err := New(Config{Client: c, Keys: keyspace.MustNew("acks").Lease(), MinReplicas: min, ReplicaTimeout: 200 * time.Millisecond})
@@ -55,10 +66,7 @@ func TestEnqueueWaitsForReplicas(t *testing.T) {
 	}
 
 	r := redistest.StartReplica(t, s)
-	poll.Until(t, 10*time.Second, "the replica acknowledging", func() bool {
-		n, err := replicas.Online(c.Info(t.Context(), "replication").Val())
-		return err == nil && n == 1
-	})
+	acknowledging(t, c)
 	q := replicatedQueue(t, c, 0)
 	rc := r.Client()
 	before := waitCalls(t, c)
@@ -111,10 +119,7 @@ func BenchmarkEnqueueWait(b *testing.B) {
 	for _, n := range []int{0, 1} {
 		if n == 1 {
 			redistest.StartReplica(b, s)
-			poll.Until(b, 10*time.Second, "the replica acknowledging", func() bool {
-				online, err := replicas.Online(s.Client().Info(b.Context(), "replication").Val())
-				return err == nil && online == 1
-			})
+			acknowledging(b, s.Client())
 		}
 		q := replicatedQueue(b, s.Client(), 0)
 		none := replicatedQueue(b, s.Client(), -1)
