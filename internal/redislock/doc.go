@@ -104,7 +104,7 @@
 // An epoch mint or bump (and, in the same script, a fence raise) on a
 // master with replicas is WAITed for: the token is
 // returned only once every replica that can acknowledge (INFO
-// replication: online, with an acknowledged offset; package replicas),
+// replication: state online, not in a full resync; package replicas),
 // and at least MinReplicas, has acknowledged the write (see replicated in replicas.go), so a failover to
 // any of them cannot hand the token out again. Not guaranteed: that a
 // replica that was offline at the bump, and is promoted anyway, has it;

@@ -8,15 +8,14 @@ import (
 )
 
 // Online counts the replicas an INFO replication reply lists with
-// state=online that have acknowledged the replication stream: an
-// acknowledged offset above 0, or a master that has written nothing yet
-// (master_repl_offset 0). After a diskless sync the master marks a
-// replica online before the replica has loaded the data and sent its
-// first acknowledgement; until then its offset is 0 and a WAIT for it
-// times out. It fails when the node is not a master (role:slave: a
-// failover moved the master).
+// state=online; those in a full resync (wait_bgsave, send_bulk) cannot
+// acknowledge and are left out. A replica that is online but has not
+// acknowledged yet (offset 0 while it loads what a diskless sync sent) is
+// counted: it may be promoted with what it has, so a write must wait for
+// it, and a WAIT that times out then fails safe. It fails when the node
+// is not a master (role:slave: a failover moved the master).
 func Online(info string) (int, error) {
-	online, acked, role, wrote := 0, 0, "", false
+	n, role := 0, ""
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -24,27 +23,13 @@ func Online(info string) (int, error) {
 			role = r
 			continue
 		}
-		if off, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
-			wrote = off != "0"
-			continue
-		}
 		name, fields, ok := strings.Cut(line, ":")
 		if !ok || !strings.HasPrefix(name, "slave") || name == "slave" || strings.Trim(name[len("slave"):], "0123456789") != "" {
 			continue
 		}
-		isOnline, hasAck := false, false
 		for f := range strings.SplitSeq(fields, ",") {
-			switch {
-			case f == "state=online":
-				isOnline = true
-			case strings.HasPrefix(f, "offset="):
-				hasAck = f != "offset=0"
-			}
-		}
-		if isOnline {
-			online++
-			if hasAck {
-				acked++
+			if f == "state=online" {
+				n++
 			}
 		}
 	}
@@ -53,8 +38,6 @@ func Online(info string) (int, error) {
 		return 0, errors.New("INFO replication says no role")
 	case role != "master":
 		return 0, fmt.Errorf("not a master (role:%s)", role)
-	case !wrote:
-		return online, nil
 	}
-	return acked, nil
+	return n, nil
 }
