@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -26,8 +28,13 @@ func TestSentinelMode(t *testing.T) {
 		"REDIS_URLS=" + strings.Join(g.SentinelURLs(), ",")}, topology{
 		mode:     "sentinel",
 		failover: func(ctx context.Context) error { _, err := g.Failover(ctx); return err },
-		settle:   g.WaitStable,
-		lossy:    true,
+		settle: func(ctx context.Context) error {
+			if err := g.WaitStable(ctx); err != nil {
+				return err
+			}
+			return acknowledges(ctx, t, g.MasterAddr)
+		},
+		lossy: true,
 	})
 }
 
@@ -42,8 +49,35 @@ func TestClusterMode(t *testing.T) {
 			_, err := c.Failover(ctx, keys(t).Key())
 			return err
 		},
-		settle: func(context.Context) error { return nil }, // Failover waits until the old master is a replica
+		// Failover waits until the old master is a replica; then until it
+		// acknowledges writes.
+		settle: func(ctx context.Context) error {
+			return acknowledges(ctx, t, func(ctx context.Context) (string, error) {
+				m, _, err := c.MasterOf(ctx, keys(t).Key())
+				return m, err
+			})
+		},
 	})
+}
+
+// acknowledges waits until the master that master names has a replica
+// that acknowledges its writes (a WAIT after a replicated PUBLISH says 1):
+// after a failover the demoted master resyncs, and until it has loaded
+// what it was sent, no enqueue is acknowledged (REDIS_MIN_REPLICAS=1).
+func acknowledges(ctx context.Context, t *testing.T, master func(context.Context) (string, error)) error {
+	t.Helper()
+	var err error
+	poll.Until(t, 30*time.Second, "the new master's replica acknowledging", func() bool {
+		var addr string
+		if addr, err = master(ctx); err != nil {
+			return false
+		}
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer c.Close()
+		c.Publish(ctx, keys(t).FleetChannel(), "probe") // replicated: a write WAIT can count
+		return c.Wait(ctx, 1, 200*time.Millisecond).Val() == 1
+	})
+	return nil
 }
 
 // topology is how testTopology drives a Redis topology.
