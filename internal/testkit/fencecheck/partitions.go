@@ -40,7 +40,7 @@ func CheckPartitions(history []Record, jobs []Job, batch int) []Violation {
 		out = append(out, Violation{Kind: k, Record: r, Detail: fmt.Sprintf(format, args...)})
 	}
 	local := make([]int, len(jobs)) // seq -> position in its partition
-	seqs := map[int][]int{}          // partition -> its jobs' seqs, in order
+	seqs := map[int][]int{}         // partition -> its jobs' seqs, in order
 	for seq, j := range jobs {
 		local[seq] = len(seqs[j.Partition])
 		seqs[j.Partition] = append(seqs[j.Partition], seq)
