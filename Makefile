@@ -65,15 +65,24 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 
-## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
-## table and fails on any safety violation. SEED=n repeats a run's faults;
-## BATCH=n sets the replicas' JOB_BATCH (0: the daemon's default).
+## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
+## for each value of PARTITIONS (unset: "1 8": one lock, then eight
+## partitions with keyed jobs, order checked per key and fencing per
+## partition): prints a summary table per run and fails on any safety
+## violation. SEED=n repeats a run's faults; PARTITIONS=8 runs only the
+## partitioned one; BATCH=n sets the replicas' JOB_BATCH (0: the daemon's
+## default).
 FAULTS ?= 200
 BATCH  ?= 0
 chaos: redis-server
-	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
-	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
-		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
+	@seed=$${SEED:-$$(date +%s)}; failed=; \
+	for p in $(or $(PARTITIONS),1 8); do \
+		echo "chaos: seed $$seed, PARTITIONS=$$p (repeat with: make chaos SEED=$$seed PARTITIONS=$$p)"; \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
+			-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH) -chaos.partitions=$$p \
+			|| failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make chaos: FAILED with PARTITIONS=$$failed (seed $$seed)"; exit 1; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
