@@ -25,8 +25,11 @@ run: build
 	./$(BIN)
 
 ## demo: a Redis of its own, 3 replicas, a graceful handover and a crash failover.
+## PARTITIONS=8: the same fleet sharing eight partitions (demo --partitions 8);
+## DEMO_FLAGS=--verbose streams the replicas' logs.
+DEMO_FLAGS ?=
 demo: redis-server build
-	./$(BIN) demo
+	./$(BIN) demo $(if $(PARTITIONS),--partitions $(PARTITIONS)) $(DEMO_FLAGS)
 
 ## test: every module's tests: the daemon's and the bench's with the race
 ## detector, against real redis-server processes and a real (headless)
