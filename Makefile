@@ -123,7 +123,10 @@ compose-check:
 ## compose-e2e: both compose files, as shipped, in this machine's Docker
 ## engine with --scale worker=3 (about 5 minutes): one leader, a docker stop
 ## handover, a docker kill failover, jobs in order across both, the
-## containers' hardening and health, a Redlock node stopped; everything
+## containers' hardening and health, a Redlock node stopped; then
+## docker-compose.yml with PARTITIONS=8 (the partitions shared, each of a
+## stopped or killed worker's led elsewhere, each key's jobs in order;
+## E2E_FLAGS=-partitions=0 skips it, -files= runs it alone); everything
 ## torn down, then a summary with the times measured. With no registry the
 ## images are built from this machine (deploy/standin-images.sh).
 ## E2E_FLAGS=-h lists the settings.
