@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/machine"
+	"github.com/lockworker/lockworker/internal/partition"
 )
 
-// The partitioned run's jobs: keysN keys, jobsPerKey jobs each.
-const (
-	keysN      = 4
-	jobsPerKey = 3
-)
+// jobsPerKey is how many jobs the partitioned run enqueues for each of its
+// keys (one per partition): with WORK_DURATION 3s, a key's jobs keep its
+// partition busy for 15s, through both moves.
+const jobsPerKey = 5
 
 // partitionResult is what the partitioned run found (beside its result's
 // file, project and startup).
@@ -54,11 +54,13 @@ type fleetStatus struct {
 }
 
 // runPartitions is the scenario with PARTITIONS > 1: three healthy workers
-// share the partitions to within one; keyed jobs are enqueued; docker stop
+// share the partitions to within one; keyed jobs are enqueued (a key per
+// partition); docker stop
 // of the busiest worker moves each of its partitions to another within
 // handoverLimit, and the two left share them to within one; docker kill of
 // the busier of those moves its partitions to the last once their leases
-// can have ended; every job committed, each key's in enqueue order.
+// can have ended; every job committed, each key's in enqueue order, and
+// each moved partition's key's under two tokens at least.
 func (st *stack) runPartitions(ctx context.Context, pr *partitionResult) error {
 	if err := st.start(ctx); err != nil {
 		return err
@@ -73,7 +75,7 @@ func (st *stack) runPartitions(ctx context.Context, pr *partitionResult) error {
 	if err != nil {
 		return err
 	}
-	pr.jobs, pr.keys = len(st.jobs), keysN
+	pr.jobs, pr.keys = len(st.jobs), st.s.partitions
 	if pr.stop, err = st.move(ctx, own, false); err != nil {
 		return err
 	}
@@ -95,7 +97,13 @@ func (st *stack) runPartitions(ctx context.Context, pr *partitionResult) error {
 	if pr.tokens, err = st.keyOrder(ctx, keyOf); err != nil {
 		return err
 	}
-	st.progress("%d jobs of %d keys committed, each key's in enqueue order", len(st.jobs), keysN)
+	// A moved partition's key had jobs left: its next owner ran them.
+	for _, p := range slices.Concat(pr.stop.parts, pr.kill.parts) {
+		if key := keyOfPartition(p, st.s.partitions); len(pr.tokens[key]) < 2 {
+			return fmt.Errorf("partition %d moved with jobs of %s pending, yet they ran under token(s) %v only", p, key, pr.tokens[key])
+		}
+	}
+	st.progress("%d jobs of %d keys committed, each key's in enqueue order", len(st.jobs), pr.keys)
 	return nil
 }
 
@@ -167,28 +175,45 @@ func (st *stack) shares(own map[int]string) string {
 	return strings.Join(out, ", ")
 }
 
-// enqueueKeyed adds jobsPerKey jobs for each of keysN keys, round robin,
-// with `lockworker enqueue --key`, and returns each job's key.
+// keyOfPartition is the run's key of partition p: the first of
+// "customer-0", "customer-1", ... that partition.Of puts there.
+func keyOfPartition(p, n int) string {
+	for i := 0; ; i++ {
+		if k := "customer-" + strconv.Itoa(i); partition.Of(k, n) == p {
+			return k
+		}
+	}
+}
+
+// enqueueKeyed adds jobsPerKey jobs for the key of each partition, round
+// robin, in one `lockworker enqueue --lines --key-field key` (one Compose
+// exec takes seconds), and returns each job's key.
 func (st *stack) enqueueKeyed(ctx context.Context) (map[string]string, error) {
 	live, err := st.live(ctx)
 	if err != nil {
 		return nil, err
 	}
-	keyOf := map[string]string{}
+	var lines strings.Builder
+	var keys []string
 	for i := range jobsPerKey {
-		for k := range keysN {
-			key := "customer-" + strconv.Itoa(k+1)
-			out, err := st.p.exec(ctx, live[0], "/lockworker", "enqueue", "--key", key, fmt.Sprintf("e2e %s job %d", key, i+1))
-			if err != nil {
-				return nil, err
-			}
-			id := strings.TrimSpace(out)
-			if id == "" || strings.ContainsAny(id, " \n") {
-				return nil, fmt.Errorf("enqueue printed %q, want one job ID", out)
-			}
-			st.jobs = append(st.jobs, id)
-			keyOf[id] = key
+		for p := range st.s.partitions {
+			key := keyOfPartition(p, st.s.partitions)
+			fmt.Fprintf(&lines, "{\"key\":%q,\"job\":%d}\n", key, i+1)
+			keys = append(keys, key)
 		}
+	}
+	out, err := st.p.execStdin(ctx, live[0], lines.String(), "/lockworker", "enqueue", "--lines", "--key-field", "key")
+	if err != nil {
+		return nil, err
+	}
+	ids := strings.Fields(out)
+	if len(ids) != len(keys) {
+		return nil, fmt.Errorf("enqueue --lines printed %q, want %d job IDs", out, len(keys))
+	}
+	keyOf := map[string]string{}
+	for i, id := range ids {
+		st.jobs = append(st.jobs, id)
+		keyOf[id] = keys[i]
 	}
 	return keyOf, nil
 }
@@ -296,8 +321,8 @@ func (st *stack) keyOrder(ctx context.Context, keyOf map[string]string) (map[str
 		all = append(all, ds...)
 	}
 	tokens := map[string][]int64{}
-	for k := range keysN {
-		key := "customer-" + strconv.Itoa(k+1)
+	for p := range st.s.partitions {
+		key := keyOfPartition(p, st.s.partitions)
 		var jobs []string
 		for _, id := range st.jobs {
 			if keyOf[id] == key {

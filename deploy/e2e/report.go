@@ -74,7 +74,7 @@ func reportPartitions(w io.Writer, r result) {
 	for _, k := range slices.Sorted(maps.Keys(p.tokens)) {
 		keys = append(keys, fmt.Sprintf("%s: %s", k, tokens(p.tokens[k])))
 	}
-	fmt.Fprintf(w, "  jobs       %d enqueued with --key over %d keys, all committed, each key's delivered in enqueue order; tokens by key (each its partition's) %s\n",
+	fmt.Fprintf(w, "  jobs       %d enqueued with --key-field over %d keys (one per partition), all committed, each key's delivered in enqueue order; tokens by key (each its partition's) %s\n",
 		p.jobs, p.keys, strings.Join(keys, "; "))
 	fmt.Fprintf(w, "  teardown   down -v: no container, network or volume left\n")
 }
