@@ -25,8 +25,11 @@ run: build
 	./$(BIN)
 
 ## demo: a Redis of its own, 3 replicas, a graceful handover and a crash failover.
+## PARTITIONS=8: the same fleet sharing eight partitions (demo --partitions 8);
+## DEMO_FLAGS=--verbose streams the replicas' logs.
+DEMO_FLAGS ?=
 demo: redis-server build
-	./$(BIN) demo
+	./$(BIN) demo $(if $(PARTITIONS),--partitions $(PARTITIONS)) $(DEMO_FLAGS)
 
 ## test: every module's tests: the daemon's and the bench's with the race
 ## detector, against real redis-server processes and a real (headless)
@@ -65,15 +68,24 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 
-## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
-## table and fails on any safety violation. SEED=n repeats a run's faults;
-## BATCH=n sets the replicas' JOB_BATCH (0: the daemon's default).
+## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
+## for each value of PARTITIONS (unset: "1 8": one lock, then eight
+## partitions with keyed jobs, order checked per key and fencing per
+## partition): prints a summary table per run and fails on any safety
+## violation. SEED=n repeats a run's faults; PARTITIONS=8 runs only the
+## partitioned one; BATCH=n sets the replicas' JOB_BATCH (0: the daemon's
+## default).
 FAULTS ?= 200
 BATCH  ?= 0
 chaos: redis-server
-	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
-	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
-		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
+	@seed=$${SEED:-$$(date +%s)}; failed=; \
+	for p in $(or $(PARTITIONS),1 8); do \
+		echo "chaos: seed $$seed, PARTITIONS=$$p (repeat with: make chaos SEED=$$seed PARTITIONS=$$p)"; \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
+			-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH) -chaos.partitions=$$p \
+			|| failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make chaos: FAILED with PARTITIONS=$$failed (seed $$seed)"; exit 1; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -111,7 +123,10 @@ compose-check:
 ## compose-e2e: both compose files, as shipped, in this machine's Docker
 ## engine with --scale worker=3 (about 5 minutes): one leader, a docker stop
 ## handover, a docker kill failover, jobs in order across both, the
-## containers' hardening and health, a Redlock node stopped; everything
+## containers' hardening and health, a Redlock node stopped; then
+## docker-compose.yml with PARTITIONS=8 (the partitions shared, each of a
+## stopped or killed worker's led elsewhere, each key's jobs in order;
+## E2E_FLAGS=-partitions=0 skips it, -files= runs it alone); everything
 ## torn down, then a summary with the times measured. With no registry the
 ## images are built from this machine (deploy/standin-images.sh).
 ## E2E_FLAGS=-h lists the settings.
