@@ -11,10 +11,6 @@ import (
 	"github.com/lockworker/lockworker/internal/fleet"
 )
 
-// idleSettle is how long an idle fleet runs, once balanced, before it is
-// measured: its last handovers and their records are done by then.
-const idleSettle = 20 * time.Second
-
 // measureIdle: o.replicas replicas with o.idleParts partitions and the
 // default timings, idle; Redis commands per second in all, from INFO
 // commandstats (every command, those run by scripts too), over o.reps
@@ -33,10 +29,11 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 	if err := g.startBalanced(ctx, o.replicas, 2*time.Minute); err != nil {
 		return nil, err
 	}
+	// Its last handovers and their records are done by then.
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(idleSettle):
+	case <-time.After(o.idleSettle):
 	}
 	var rates, scripts []float64
 	for rep := range o.reps {

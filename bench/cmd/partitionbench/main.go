@@ -23,7 +23,7 @@
 // The queue is paused while a run's jobs are enqueued and timed from the
 // resume to the last commit (the committed counters, polled).
 //
-//	cd bench && go run ./cmd/partitionbench [-reps 5] [-bin path] [-idle-window 60s]
+//	cd bench && go run ./cmd/partitionbench [-reps 5] [-bin path] [-only slow,noop,move,idle] [-idle-window 60s]
 package main
 
 import (
@@ -65,6 +65,7 @@ type options struct {
 	noopJobs   int           // jobs of the no-op run
 	idleParts  int           // PARTITIONS of the idle fleet
 	idleWindow time.Duration // each idle window
+	idleSettle time.Duration // the idle fleet's run before its windows
 	only       map[string]bool
 }
 
@@ -90,11 +91,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.noopJobs, "noop-jobs", 200000, "jobs of the no-op run")
 	fs.IntVar(&o.idleParts, "idle-partitions", 64, "PARTITIONS of the idle fleet")
 	fs.DurationVar(&o.idleWindow, "idle-window", time.Minute, "length of each idle window (one per repetition)")
+	fs.DurationVar(&o.idleSettle, "idle-settle", 20*time.Second, "how long the idle fleet runs, once balanced, before its windows")
 	only := fs.String("only", "slow,noop,move,idle", "parts to run, comma-separated: slow, noop, move, idle")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.reps < 1 || o.replicas < 2 || o.parts < 2 || o.jobs < 1 || o.keys < 1 || o.noopJobs < 1 || o.idleParts < 2 || o.idleWindow <= 0 {
+	if o.reps < 1 || o.replicas < 2 || o.parts < 2 || o.jobs < 1 || o.keys < 1 || o.noopJobs < 1 || o.idleParts < 2 || o.idleWindow <= 0 || o.idleSettle < 0 {
 		return errors.New("need -reps >= 1, -replicas >= 2, -partitions >= 2, -idle-partitions >= 2 and positive counts and window")
 	}
 	o.only = map[string]bool{}
