@@ -57,7 +57,7 @@ test:
 ## round trip and with group commit, beside the raw round trip, as one
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
-## about 12 minutes). The bench is a module of its own
+## about 11 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -68,7 +68,7 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 
 ## bench-partitions: what partitions buy and cost, with 3 real replicas per
-## fleet on one redis-server, 5 repetitions, one table (about 12 minutes):
+## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):
 ## jobs/s with a 10 ms handler and with a no-op one, PARTITIONS=16 beside 1;
 ## a stopped, killed and joining replica's partitions handed over; an idle
 ## fleet with PARTITIONS=64. A quick run:
