@@ -13,7 +13,7 @@ MODULES     := . bench deploy/prometheus
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions chaos redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -59,7 +59,8 @@ test:
 ## (about 6 minutes); jobs per second with a no-op handler, one job per
 ## round trip and with group commit, beside the raw round trip, as one
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
-## idle fleet's Redis load (about 2 minutes). The bench is a module of its own
+## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
+## about 11 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -67,6 +68,17 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
+	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
+
+## bench-partitions: what partitions buy and cost, with 3 real replicas per
+## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):
+## jobs/s with a 10 ms handler and with a no-op one, PARTITIONS=16 beside 1;
+## a stopped, killed and joining replica's partitions handed over; an idle
+## fleet with PARTITIONS=64. A quick run:
+## PARTITIONBENCH_FLAGS='-reps 1 -idle-window 10s -noop-jobs 50000'.
+PARTITIONBENCH_FLAGS ?=
+bench-partitions: redis-server build
+	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
 ## for each value of PARTITIONS (unset: "1 8": one lock, then eight
