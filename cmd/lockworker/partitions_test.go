@@ -245,7 +245,8 @@ func keyOf(n, p int) string {
 // TestPartitionsCommand: `lockworker partitions` lists each of four
 // partitions with the owner its lease names (the replica whose /status
 // leads it, with the same token), a paused partition's pending jobs and
-// their age; with one partition it is the one lock and queue.
+// their age, as the metrics do; with one partition it is the one lock
+// and queue.
 func TestPartitionsCommand(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := partitionsEnv(r.URL(), 4, t.TempDir())
@@ -292,6 +293,25 @@ func TestPartitionsCommand(t *testing.T) {
 		if p.Paused != paused || (p.Pending == 2) != paused || (p.OldestPendingMs > 0) != paused || p.Epoch < p.Token {
 			t.Errorf("partition %d: %+v", p.Partition, p)
 		}
+	}
+
+	// The metrics say the same: each replica the partitions it leads,
+	// every replica each partition's queue.
+	leads := shared(t, 4, 10*time.Second, a, b)
+	m := get(t, a.url("/metrics"))
+	for _, want := range []string{`lockworker_partition_jobs_pending{partition="2"} 2`, `lockworker_partition_queue_paused{partition="2"} 1`,
+		`lockworker_partition_jobs_pending{partition="0"} 0`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("a's /metrics lacks %s", want)
+		}
+	}
+	for _, n := range leads[a] {
+		if want := fmt.Sprintf(`lockworker_partition_leader{partition="%d"} 1`, n); !strings.Contains(m, want) {
+			t.Errorf("a's /metrics lacks %s", want)
+		}
+	}
+	if got := strings.Count(m, "\nlockworker_partition_leader{"); got != len(leads[a]) {
+		t.Errorf("a's /metrics has %d partition_leader series, a leads %v", got, leads[a])
 	}
 
 	out.Reset()
