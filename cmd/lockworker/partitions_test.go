@@ -142,8 +142,9 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 // TestPartitionsOnEveryTopology: partitions on a Redis Cluster (each
 // partition's keys under a hash tag of its own, spread over the masters;
 // the partitions' notices over classic pub/sub), a Sentinel group and a
-// Redlock of three masters: two replicas share four partitions, each
-// key's jobs run in order, a SIGTERM hands the leaver's partitions over.
+// Redlock of three masters: two replicas share four partitions (and
+// `lockworker partitions` names their owners), each key's jobs run in
+// order, a SIGTERM hands the leaver's partitions over.
 func TestPartitionsOnEveryTopology(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -170,7 +171,22 @@ func TestPartitionsOnEveryTopology(t *testing.T) {
 			env := append(partitionsEnv("", 4, dir), tc.env(t)...) // the later REDIS_URLS wins
 			a := startWorker(t, "pt-a", env...)
 			b := startWorker(t, "pt-b", env...)
-			shared(t, 4, 30*time.Second, a, b)
+			leads := shared(t, 4, 30*time.Second, a, b)
+			poll.Until(t, 10*time.Second, "lockworker partitions names each partition's owner", func() bool {
+				owner := map[int]string{}
+				for w, ps := range leads {
+					for _, n := range ps {
+						owner[n] = w.name
+					}
+				}
+				parts := partitionsJSON(t, env)
+				for i, p := range parts {
+					if p.Partition != i || p.Owner != owner[i] || p.Token == 0 {
+						return false
+					}
+				}
+				return len(parts) == 4
+			})
 			for i := range 3 {
 				for k := range 6 {
 					var out strings.Builder
