@@ -356,6 +356,9 @@ func TestPartitionsCommand(t *testing.T) {
 	if err := runCLI(t, []string{"partitions"}, one, &out); err != nil || !strings.Contains(out.String(), "owned: pc-solo 1; without an owner: 0 of 1") {
 		t.Fatalf("partitions with one partition: %v\n%s", err, out.String())
 	}
+	if m := get(t, solo.url("/metrics")); strings.Contains(m, `partition="`) || !strings.Contains(m, "lockworker_leader 1") {
+		t.Errorf("with one partition, /metrics serves a partition label, or no leader:\n%s", m)
+	}
 }
 
 // TestPartitionsTableQuotes: an owner that would not print as itself (an
