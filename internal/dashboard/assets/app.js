@@ -40,6 +40,21 @@
     return e;
   }
 
+  // swap replaces parent's children only when they changed (relative times
+  // aside, tickTimes keeps those): a snapshot that changes nothing there must
+  // not take a button from under a click that is landing on it.
+  function swap(parent, ...kids) {
+    const old = parent.children;
+    if (old.length === kids.length && kids.every((k, i) => sig(k) === sig(old[i]))) return;
+    parent.replaceChildren(...kids);
+  }
+
+  function sig(n) {
+    const c = n.cloneNode(true);
+    for (const r of c.querySelectorAll('.rel')) r.textContent = '';
+    return c.outerHTML;
+  }
+
   function svgEl(tag, attrs) {
     const e = document.createElementNS(SVG_NS, tag);
     for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
@@ -214,7 +229,7 @@
 
   function renderRecent() {
     const items = ((snap.self || {}).transitions || []).slice(-RECENT).reverse();
-    $('recent').replaceChildren(...items.map((t, i) => {
+    swap($('recent'), ...items.map((t, i) => {
       const at = parseTime(t.at);
       return el('li', { class: i === 0 ? 'newest' : '', title: at ? at.toLocaleString() : '' },
         t.from, el('span', { class: 'arrow', text: '→' }), t.to, ' · ' + t.trigger);
@@ -273,10 +288,10 @@
       (split ? '' : leader ? ' · leader ' + leader.workerId : ' · no leader');
     $('fleet-token-head').textContent = split ? 'Partitions' : 'Token';
     if (!replicas.length) {
-      $('fleet-body').replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
+      swap($('fleet-body'), el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
       return;
     }
-    $('fleet-body').replaceChildren(...replicas.map((r) => el('tr', {
+    swap($('fleet-body'), ...replicas.map((r) => el('tr', {
       class: r.leader ? 'is-leader' : '',
       'data-worker': r.workerId,
     },
@@ -316,10 +331,10 @@
     const total = queue.deadLettered || dead.length;
     $('dead-meta').textContent = total > dead.length ? 'latest ' + dead.length + ' of ' + total : (total ? total + ' total' : '');
     if (!dead.length) {
-      $('dead-body').replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'dim', text: 'No dead letters.' })));
+      swap($('dead-body'), el('tr', {}, el('td', { colspan: 6, class: 'dim', text: 'No dead letters.' })));
       return;
     }
-    $('dead-body').replaceChildren(...dead.map((d) => el('tr', { 'data-job': d.id },
+    swap($('dead-body'), ...dead.map((d) => el('tr', { 'data-job': d.id },
       el('td', { class: 'job', title: d.id, text: d.id }),
       el('td', { class: 'err', text: d.error || '—' }),
       el('td', { class: 'num', text: String(d.attempts ?? '—') }),
@@ -333,10 +348,10 @@
   function renderHistory(history, leader) {
     $('history-meta').textContent = history.length ? history.length + ' leaderships' : '';
     if (!history.length) {
-      $('history').replaceChildren(el('li', { class: 'dim', text: 'No leadership recorded yet.' }));
+      swap($('history'), el('li', { class: 'dim', text: 'No leadership recorded yet.' }));
       return;
     }
-    $('history').replaceChildren(...history.map((h, i) => {
+    swap($('history'), ...history.map((h, i) => {
       const started = parseTime(h.started);
       const reason = h.previousEnded || '';
       const prev = history[i + 1];
@@ -385,7 +400,9 @@
     const la = [], qa = [];
     if (admin && leader) {
       la.push(actionButton('stepdown', 'Step down', 'btn btn-small btn-danger', () => {
-        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + leader.workerId + ' to step down');
+        // The leader when clicked: swap may have kept this button from an earlier one.
+        const cur = ((snap && snap.replicas) || []).find((r) => r.leader);
+        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + (cur ? cur.workerId : 'the leader') + ' to step down');
       }));
     }
     if (admin) {
@@ -393,8 +410,8 @@
         ? actionButton('resume', 'Resume', 'btn btn-small btn-primary', () => act('resume', 'api/queue/resume', () => 'Queue resumed'))
         : actionButton('pause', 'Pause', 'btn btn-small', () => act('pause', 'api/queue/pause', () => 'Queue paused')));
     }
-    $('leader-actions').replaceChildren(...la);
-    $('queue-actions').replaceChildren(...qa);
+    swap($('leader-actions'), ...la);
+    swap($('queue-actions'), ...qa);
   }
 
   async function act(key, url, success) {
