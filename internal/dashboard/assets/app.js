@@ -314,7 +314,7 @@
     $('partitions-panel').hidden = !parts.length;
     const free = parts.filter((p) => !p.owner).length;
     $('partitions-meta').textContent = parts.length + ' partitions · ' + (free ? free + ' without an owner' : 'every one owned');
-    $('partitions-body').replaceChildren(...parts.map((p) => el('tr', {
+    swap($('partitions-body'), ...parts.map((p) => el('tr', {
       class: p.owner ? '' : 'is-free', 'data-partition': p.partition, 'data-owner': p.owner,
     },
     el('td', { class: 'num mono', text: String(p.partition) }),
