@@ -52,7 +52,7 @@
   function sig(n) {
     const c = n.cloneNode(true);
     for (const r of c.querySelectorAll('.rel')) r.textContent = '';
-    return c.outerHTML;
+    return new XMLSerializer().serializeToString(c); // compared only, never parsed back
   }
 
   function svgEl(tag, attrs) {
