@@ -183,9 +183,13 @@ func (m *Metrics) ObserveRenew(d time.Duration, result leader.RenewResult) {
 	m.renew.WithLabelValues(result.String()).Observe(d.Seconds())
 }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format. A queue
+// read that fails (Redis down or slow) drops the queue's series from
+// that scrape, not the scrape: the replica's own series (leadership,
+// the partitions it leads, lockworker_redis_up) are what say what is
+// wrong, and a failed scrape would make its partitions look unowned.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 var (

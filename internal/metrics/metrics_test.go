@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -160,5 +161,37 @@ func TestScrapeOnePartition(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	if !strings.Contains(string(body), "lockworker_jobs_pending 1") || strings.Contains(string(body), "partition=") {
 		t.Errorf("/metrics with one partition:\n%s", body)
+	}
+}
+
+// TestScrapeWithoutRedis: a queue read that fails drops the queue's
+// series, not the scrape: the leadership, the partitions led and
+// lockworker_redis_up are still served.
+func TestScrapeWithoutRedis(t *testing.T) {
+	m, err := New(Config{States: []string{"idle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Watch(Sources{
+		Snapshot:   func() Snapshot { return Snapshot{Leader: true, Leads: []roster.Owned{{Partition: 1, Token: 4}}} },
+		Partitions: func(context.Context) ([]figures.Queue, error) { return nil, errors.New("redis: connection refused") },
+		RedisOK:    func() bool { return false },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 {
+		t.Fatalf("/metrics answered %d:\n%s", rec.Code, body)
+	}
+	for _, want := range []string{`lockworker_partition_leader{partition="1"} 1`, "lockworker_redis_up 0", "lockworker_leader 1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "lockworker_jobs_pending") || strings.Contains(body, "lockworker_partition_jobs_pending") {
+		t.Errorf("/metrics serves queue figures it could not read:\n%s", body)
 	}
 }
