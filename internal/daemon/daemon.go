@@ -105,7 +105,11 @@ func (d *Daemon) assemble() error {
 		}
 		d.lanes = append(d.lanes, l)
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK}); err != nil {
+	src := metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK}
+	if d.partitioned() {
+		src.Partitions = d.partitionStats
+	}
+	if err := d.metrics.Watch(src); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {

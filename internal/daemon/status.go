@@ -78,12 +78,13 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 }
 
 // metricsSnapshot is the leadership for the metrics: without partitions
-// the lock's; with them, whether this replica leads any (token and lease
-// left are per partition there, and 0 here).
+// the lock's; with them, whether this replica leads any, and which with
+// which tokens (token and lease left are per partition there, and 0
+// here).
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	if d.partitioned() {
 		owned, _, _ := d.partitionsOf()
-		return metrics.Snapshot{Leader: len(owned) > 0}
+		return metrics.Snapshot{Leader: len(owned) > 0, Leads: owned}
 	}
 	s := d.lanes[0].leader.Status()
 	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
@@ -110,6 +111,14 @@ func (d *Daemon) stats(ctx context.Context) (figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
 	return d.be.Queues.Stats(ctx)
+}
+
+// partitionStats reads every partition's queue figures within
+// statusQueueTimeout, for the metrics.
+func (d *Daemon) partitionStats(ctx context.Context) ([]figures.Queue, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	return d.be.Queues.PartitionStats(ctx)
 }
 
 // enqueue is POST /jobs with one job: it goes to its key's partition.

@@ -52,7 +52,7 @@
   function sig(n) {
     const c = n.cloneNode(true);
     for (const r of c.querySelectorAll('.rel')) r.textContent = '';
-    return c.outerHTML;
+    return new XMLSerializer().serializeToString(c); // compared only, never parsed back
   }
 
   function svgEl(tag, attrs) {
@@ -105,6 +105,14 @@
   }
 
   const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
+
+  // fmtMs says a wait in milliseconds: "850ms", "12.3s", "4m 5s", "2h 3m".
+  function fmtMs(ms) {
+    if (ms < 1000) return ms + 'ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + 's';
+    const m = Math.floor(ms / 60000);
+    return m < 60 ? m + 'm ' + Math.floor(ms % 60000 / 1000) + 's' : Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
+  }
 
   // Connection
 
@@ -233,7 +241,10 @@
   function render() {
     if (!snap) return;
     const replicas = snap.replicas || [];
-    const leader = replicas.find((r) => r.leader);
+    const parts = snap.partitions || [];
+    // With partitions, each replica leads some; the leader card and the
+    // step-down button are about the one lock, so they stand aside.
+    const leader = parts.length ? null : replicas.find((r) => r.leader);
     const queue = snap.queue || {};
     const self = snap.self || {};
 
@@ -243,6 +254,12 @@
     $('leader-sub').replaceChildren(...(leader
       ? [(leader.host || '?') + ' · leading for ', rel(term ? parseTime(term.started) : null, true)]
       : ['no replica holds the lock']));
+    $('leader-label').textContent = parts.length ? 'Partitions' : 'Leader';
+    if (parts.length) {
+      const owned = parts.filter((p) => p.owner).length;
+      $('leader-name').textContent = owned + ' of ' + parts.length;
+      $('leader-sub').textContent = 'owned, by ' + replicas.filter((r) => r.leader).length + ' replicas';
+    }
     $('queue-pending').textContent = fmtInt(queue.pending);
     $('queue-committed').textContent = fmtInt(queue.committed);
     $('queue-rate').textContent = (Number(queue.ratePerSec) || 0).toFixed(1) + ' jobs/s';
@@ -254,7 +271,8 @@
     $('self-state').textContent = self.state || '—';
     $('read-at').textContent = clock(parseTime(snap.readAt));
 
-    renderFleet(replicas, self.workerId);
+    renderFleet(replicas, self.workerId, parts.length > 0);
+    renderPartitions(parts);
     renderDead(queue);
     renderHistory(snap.history || [], leader);
     renderActions(leader, queue);
@@ -262,10 +280,13 @@
     renderRecent();
   }
 
-  function renderFleet(replicas, selfId) {
-    const leader = replicas.find((r) => r.leader);
+  // renderFleet lists the replicas; with partitions (split), the token
+  // column says how many partitions each one owns.
+  function renderFleet(replicas, selfId, split) {
+    const leader = split ? null : replicas.find((r) => r.leader);
     $('fleet-meta').textContent = replicas.length + (replicas.length === 1 ? ' replica' : ' replicas') +
-      (leader ? ' · leader ' + leader.workerId : ' · no leader');
+      (split ? '' : leader ? ' · leader ' + leader.workerId : ' · no leader');
+    $('fleet-token-head').textContent = split ? 'Partitions' : 'Token';
     if (!replicas.length) {
       swap($('fleet-body'), el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
       return;
@@ -275,16 +296,34 @@
       'data-worker': r.workerId,
     },
     el('td', { class: 'worker' }, r.workerId,
-      r.leader ? el('span', { class: 'badge badge-leader', text: 'leader' }) : null,
+      r.leader && !split ? el('span', { class: 'badge badge-leader', text: 'leader' }) : null,
       r.workerId === selfId ? el('span', { class: 'badge badge-self', text: 'this page' }) : null),
     el('td', { text: r.host || '—' }),
     el('td', { class: 'num', text: r.pid ? String(r.pid) : '—' }),
     el('td', { class: 'mono', text: r.version || '—' }),
     el('td', {}, el('span', { class: 'pill', text: r.state || '—' })),
-    el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
+    split
+      ? el('td', { class: 'num owned', text: String((r.partitions || []).length) })
+      : el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
     el('td', {}, rel(parseTime(r.since))),
     el('td', { class: 'num', text: fmtInt(r.jobsDone) }),
     el('td', { class: r.lastError ? 'err' : 'dim', title: r.lastError || '', text: r.lastError || '—' }))));
+  }
+
+  function renderPartitions(parts) {
+    $('partitions-panel').hidden = !parts.length;
+    const free = parts.filter((p) => !p.owner).length;
+    $('partitions-meta').textContent = parts.length + ' partitions · ' + (free ? free + ' without an owner' : 'every one owned');
+    swap($('partitions-body'), ...parts.map((p) => el('tr', {
+      class: p.owner ? '' : 'is-free', 'data-partition': p.partition, 'data-owner': p.owner,
+    },
+    el('td', { class: 'num mono', text: String(p.partition) }),
+    el('td', { class: p.owner ? 'worker' : 'err', text: p.owner || 'no owner' }),
+    el('td', { class: 'num mono' + (p.owner ? ' token-cell' : ' dim'), text: p.owner ? '#' + p.token : '—' }),
+    el('td', { class: 'num', text: fmtInt(p.pending) }),
+    el('td', { class: p.pending ? 'oldest' : 'dim', text: p.pending ? fmtMs(p.oldestPendingMs) : '—' }),
+    el('td', { class: 'num', text: fmtInt(p.committed) }),
+    el('td', {}, p.paused ? el('span', { class: 'badge badge-paused', text: 'paused' }) : el('span', { class: 'dim', text: 'running' })))));
   }
 
   function renderDead(queue) {
