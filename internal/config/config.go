@@ -198,8 +198,8 @@ func (c Config) Validate() error {
 	}
 	c.checkRedis(&p)
 	c.checkTimings(&p)
-	if strings.TrimSpace(c.WorkerID) == "" || strings.ContainsAny(c.WorkerID, " \t\r\n") {
-		p.add("WORKER_ID", "must be a non-empty name without spaces")
+	if !workerName(c.WorkerID) {
+		p.add("WORKER_ID", "must be 1 to %d printable ASCII characters without spaces (it is also the replica's Redis client name), got %q", maxWorkerID, c.WorkerID)
 	}
 	if _, err := c.Level(); err != nil {
 		p.add("LOG_LEVEL", "%v", err)
@@ -417,4 +417,24 @@ func varOf(field string) string {
 	}
 	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 	return name
+}
+
+// maxWorkerID bounds WORKER_ID: it is in every log line, record and key
+// of the registry.
+const maxWorkerID = 128
+
+// workerName reports whether id is a usable worker ID: what Redis accepts
+// as a client name (CLIENT SETNAME refuses spaces and anything outside
+// '!' to '~'), so a replica is never refused by Redis for its name, and a
+// terminal or log shows it as it is.
+func workerName(id string) bool {
+	if id == "" || len(id) > maxWorkerID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < '!' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
