@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockworker/lockworker/internal/testkit/poll"
+	"github.com/lockworker/lockworker/internal/testkit/redistest"
+)
+
+// openFDs is how many descriptors process pid holds.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// rssKiB is process pid's resident memory.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// idleConn opens a keep-alive connection to w, asks GET /healthz on it,
+// reads the answer and leaves the connection open and idle; nil when the
+// server closed it (refused, or evicted before it answered).
+func idleConn(t *testing.T, w *worker) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", w.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return nil
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return c
+}
+
+// TestIdleConnectionsDoNotStarveTheReplica: a crowd of idle keep-alive
+// connections, ten times HTTP_MAX_CONNS, holds at most HTTP_MAX_CONNS
+// descriptors of the leader (each new one evicts the longest idle); the
+// probes answer, and jobs that each start a process (descriptors: pipes)
+// keep committing, none dead-lettered.
+func TestIdleConnectionsDoNotStarveTheReplica(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	const maxConns, crowd = 32, 320
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "HTTP_MAX_CONNS="+strconv.Itoa(maxConns),
+		"JOB_HANDLER=exec", "JOB_COMMAND=cat")
+	w := startWorker(t, "worker-1", env...)
+	poll.Until(t, 10*time.Second, "worker-1 leads", func() bool { return len(leaders(w)) == 1 })
+	pid := w.cmd.Process.Pid
+	fdsBefore, rssBefore := openFDs(t, pid), rssKiB(t, pid)
+
+	answered := 0
+	for range crowd {
+		if idleConn(t, w) != nil {
+			answered++
+		}
+	}
+	fdsCrowd, rssCrowd := openFDs(t, pid), rssKiB(t, pid)
+	t.Logf("%d idle connections opened (%d answered): descriptors %d -> %d, RSS %d -> %d KiB",
+		crowd, answered, fdsBefore, fdsCrowd, rssBefore, rssCrowd)
+	if fdsCrowd > fdsBefore+maxConns+4 {
+		t.Errorf("the crowd holds %d descriptors, want at most HTTP_MAX_CONNS (%d) more than the %d before", fdsCrowd, maxConns, fdsBefore)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(w.url(path))
+		if err != nil {
+			t.Fatalf("%s under the crowd: %v", path, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s under the crowd: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	enqueueN(t, env, 20)
+	waitCommitted(t, env, 20)
+	if st := queueStatus(t, env); st.DeadLettered != 0 {
+		t.Errorf("%d jobs dead-lettered under the crowd, want 0", st.DeadLettered)
+	}
+}
+
+// postSlowly starts POST /jobs with an NDJSON body of n bytes (lines of
+// 8 KiB) and sends all but its last byte; finish sends it and returns the
+// status.
+func postSlowly(t *testing.T, w *worker, n int) (finish func() int) {
+	t.Helper()
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", w.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	line := append(append([]byte(`"`), bytes.Repeat([]byte("x"), 8<<10-3)...), '"', '\n')
+	body := bytes.Repeat(line, n/len(line))
+	head := fmt.Sprintf("POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\n\r\n",
+		testJobsToken, len(body))
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(body[:len(body)-1]); err != nil {
+		t.Fatal(err)
+	}
+	return func() int {
+		if _, err := c.Write(body[len(body)-1:]); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
+// TestBodiesInFlightAreBounded: while bodies of HTTP_MAX_BODY_BYTES in
+// all are being read, another POST /jobs is refused with 503 and
+// Retry-After before its body is read; once they are done, it goes in.
+func TestBodiesInFlightAreBounded(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	const bound = 8 << 20
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOBS_TOKEN="+testJobsToken,
+		"HTTP_MAX_BODY_BYTES="+strconv.Itoa(bound))
+	w := startWorker(t, "worker-1", env...)
+	poll.Until(t, 10*time.Second, "worker-1 answers", func() bool { _, ok := w.status(); return ok })
+	pid := w.cmd.Process.Pid
+	rssBefore := rssKiB(t, pid)
+
+	finishA := postSlowly(t, w, bound/2)
+	finishB := postSlowly(t, w, bound/2)
+	post := func() *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url("/jobs"), strings.NewReader(`{"n":1}`+"\n"))
+		req.Header.Set("Authorization", "Bearer "+testJobsToken)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp
+	}
+	// The two slow bodies reserve the bound once their headers are read:
+	// poll until a small one is refused, which it must stay until they end.
+	var refused *http.Response
+	poll.Until(t, 10*time.Second, "a body refused past the bound", func() bool {
+		refused = post()
+		return refused.StatusCode == http.StatusServiceUnavailable
+	})
+	if refused.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	rssFull := rssKiB(t, pid)
+	if code := finishA(); code != http.StatusAccepted {
+		t.Errorf("first slow body: %d, want 202", code)
+	}
+	if code := finishB(); code != http.StatusAccepted {
+		t.Errorf("second slow body: %d, want 202", code)
+	}
+	if resp := post(); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("after the slow bodies: %d, want 202", resp.StatusCode)
+	}
+	t.Logf("RSS %d KiB before, %d KiB with %d bytes of bodies in flight", rssBefore, rssFull, bound)
+}
