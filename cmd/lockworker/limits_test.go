@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,4 +193,59 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		t.Errorf("after the slow bodies: %d, want 202", resp.StatusCode)
 	}
 	t.Logf("RSS %d KiB before, %d KiB with %d bytes of bodies in flight", rssBefore, rssFull, bound)
+}
+
+// firstFreeFD is the lowest descriptor number process pid does not use:
+// the next one it would open.
+func firstFreeFD(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]bool{}
+	for _, e := range ents {
+		n, _ := strconv.Atoi(e.Name())
+		used[n] = true
+	}
+	n := 0
+	for used[n] {
+		n++
+	}
+	return n
+}
+
+// TestHostFaultMovesTheLeadership: the leader runs out of descriptors (its
+// RLIMIT_NOFILE lowered under the descriptors it holds, as a flood of
+// connections would leave it): no job it cannot start is counted as a
+// failed attempt (JOB_MAX_ATTEMPTS=1 would dead-letter it at once), and
+// after a few it gives its leadership up; the healthy replica takes over
+// and runs every job.
+func TestHostFaultMovesTheLeadership(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOB_HANDLER=exec", "JOB_COMMAND=cat", "JOB_MAX_ATTEMPTS=1")
+	sick := startWorker(t, "worker-sick", env...)
+	poll.Until(t, 10*time.Second, "worker-sick leads", func() bool { return len(leaders(sick)) == 1 })
+	healthy := startWorker(t, "worker-healthy", env...)
+	poll.Until(t, 10*time.Second, "worker-healthy follows", func() bool {
+		s, ok := healthy.status()
+		return ok && s.State == "waiting_to_acquire_lock"
+	})
+	enqueueN(t, env, 3)
+	waitCommitted(t, env, 3) // the leader runs jobs while it can
+
+	pid := sick.cmd.Process.Pid
+	limit := strconv.Itoa(firstFreeFD(t, pid))
+	if out, err := exec.Command("prlimit", "--pid", strconv.Itoa(pid), "--nofile="+limit+":"+limit).CombinedOutput(); err != nil {
+		t.Skipf("prlimit: %v: %s", err, out)
+	}
+	enqueueN(t, env, 10)
+	poll.Until(t, 30*time.Second, "worker-healthy leads", func() bool { return len(leaders(healthy)) == 1 })
+	waitCommitted(t, env, 13)
+	if st := queueStatus(t, env); st.DeadLettered != 0 {
+		t.Errorf("%d jobs dead-lettered, want 0: a host fault costs no attempt", st.DeadLettered)
+	}
+	if !strings.Contains(sick.out.String(), "giving the leadership up") {
+		t.Error("worker-sick did not log that it gave its leadership up for a host fault")
+	}
 }
