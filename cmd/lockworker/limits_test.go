@@ -249,3 +249,61 @@ func TestHostFaultMovesTheLeadership(t *testing.T) {
 		t.Error("worker-sick did not log that it gave its leadership up for a host fault")
 	}
 }
+
+// commandsProcessed is Redis's total_commands_processed.
+func commandsProcessed(t *testing.T, r *redistest.Server) int64 {
+	t.Helper()
+	info, err := r.Client().Info(t.Context(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no total_commands_processed in INFO stats")
+	return 0
+}
+
+// TestSnapshotReadersShareOneRead: 50 readers asking /api/snapshot 10
+// times each cost Redis about one snapshot's commands, not one per
+// request (a snapshot is about 19 commands).
+func TestSnapshotReadersShareOneRead(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info")
+	w := startWorker(t, "worker-1", env...)
+	poll.Until(t, 10*time.Second, "worker-1 leads", func() bool { return len(leaders(w)) == 1 })
+	const readers, each = 50, 10
+	before, start := commandsProcessed(t, r), time.Now()
+	done := make(chan error, readers)
+	for range readers {
+		go func() {
+			var err error
+			for range each {
+				var resp *http.Response
+				if resp, err = http.Get(w.url("/api/snapshot")); err != nil {
+					break
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("/api/snapshot: %s", resp.Status)
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range readers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, took := commandsProcessed(t, r)-before, time.Since(start)
+	t.Logf("%d requests of /api/snapshot in %s: %d Redis commands, the replica's own traffic included", readers*each, took, n)
+	if n >= 19*readers {
+		t.Errorf("%d requests cost %d Redis commands, want far fewer than one snapshot (about 19) per reader", readers*each, n)
+	}
+}
