@@ -43,10 +43,6 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
-	// The server's ReadTimeout would end the stream (net/http cancels
-	// the request when its background read times out); the client sends
-	// nothing more, and writes find a dead one.
-	_ = rc.SetReadDeadline(time.Time{})
 	write := func(b []byte) bool {
 		// Per write, so a server-wide WriteTimeout does not cut the
 		// stream; unsupported by some writers, which is fine.

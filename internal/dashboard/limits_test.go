@@ -2,8 +2,10 @@ package dashboard
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestStreamCaps: one client address gets MaxStreamsPerClient streams,
@@ -85,5 +87,33 @@ func TestSnapshotShared(t *testing.T) {
 	burst()
 	if n := src.readCount() - before; n != 1 {
 		t.Errorf("after a change, 500 reads read the source %d times, want 1", n)
+	}
+}
+
+// TestEventsOutliveServerTimeouts: a stream served by an http.Server with
+// short ReadTimeout and WriteTimeout (the daemon's are 30 s) keeps going
+// well past both: it moves its own write deadline per write (net/http
+// clears the read deadline itself once the request is read).
+func TestEventsOutliveServerTimeouts(t *testing.T) {
+	src := newFakeSource(sampleSnapshot(time.Now()))
+	d, err := New(Config{Source: src, HeartbeatInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(d.Handler())
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 100*time.Millisecond, 100*time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	s := openStream(t, boundedCtx(t), srv.URL)
+	s.nextSnapshot(t)
+	start := time.Now()
+	pings := 0
+	for time.Since(start) < 500*time.Millisecond { // five times either timeout
+		if s.next(t).comment == "ping" {
+			pings++
+		}
+	}
+	if pings == 0 {
+		t.Fatal("no heartbeat")
 	}
 }
