@@ -307,3 +307,67 @@ func TestSnapshotReadersShareOneRead(t *testing.T) {
 		t.Errorf("%d requests cost %d Redis commands, want far fewer than one snapshot (about 19) per reader", readers*each, n)
 	}
 }
+
+// openEvents opens GET /events on w from the loopback address from, with
+// the admin token when admin; it returns the status code and leaves a
+// stream open until the test ends.
+func openEvents(t *testing.T, w *worker, from string, admin bool) int {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).DialContext,
+	}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, w.url("/events"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin {
+		req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+	}
+	return resp.StatusCode
+}
+
+// TestStreamsCappedPerClient: one address gets 4 streams; 64 anonymous
+// streams from 16 addresses take the replica's anonymous streams, and
+// then a request bearing the admin token still gets a stream while
+// another address is refused.
+func TestStreamsCappedPerClient(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "ADMIN_TOKEN="+testAdminToken)
+	w := startWorker(t, "worker-1", env...)
+	poll.Until(t, 10*time.Second, "worker-1 answers", func() bool { _, ok := w.status(); return ok })
+	pid := w.cmd.Process.Pid
+	fdsBefore, rssBefore := openFDs(t, pid), rssKiB(t, pid)
+	for i := range 16 {
+		from := fmt.Sprintf("127.0.0.%d", 10+i)
+		for range 4 {
+			if code := openEvents(t, w, from, false); code != http.StatusOK {
+				t.Fatalf("stream from %s: %d, want 200", from, code)
+			}
+		}
+		if i == 0 {
+			if code := openEvents(t, w, from, false); code != http.StatusServiceUnavailable {
+				t.Fatalf("a fifth stream from %s: %d, want 503", from, code)
+			}
+		}
+	}
+	if code := openEvents(t, w, "127.0.0.99", false); code != http.StatusServiceUnavailable {
+		t.Errorf("a 65th anonymous stream: %d, want 503", code)
+	}
+	if code := openEvents(t, w, "127.0.0.10", true); code != http.StatusOK {
+		t.Errorf("a stream with the admin token past the cap: %d, want 200", code)
+	}
+	if resp, err := http.Get(w.url("/api/snapshot")); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/api/snapshot with every stream taken: %v %v", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	t.Logf("65 streams: descriptors %d -> %d, RSS %d -> %d KiB", fdsBefore, openFDs(t, pid), rssBefore, rssKiB(t, pid))
+}
