@@ -51,7 +51,7 @@ func (d *Daemon) maxConns() int {
 	n := d.cfg.HTTPMaxConns
 	if limit := nofileLimit(); limit > 0 && uint64(n) > limit/2 {
 		n = int(max(limit/2, 1))
-		d.log.Warn("HTTP_MAX_CONNS lowered to half the descriptor limit", "httpMaxConns", d.cfg.HTTPMaxConns,
+		d.log.Info("HTTP_MAX_CONNS lowered to half the descriptor limit", "httpMaxConns", d.cfg.HTTPMaxConns,
 			"nofile", limit, "effective", n)
 	}
 	return n
