@@ -64,17 +64,20 @@ func TestConnLimiter(t *testing.T) {
 	h := mustNew(t, Config{Status: func(context.Context) Status { return Status{} }})
 	l, addr := serveLimited(t, 2, h)
 
+	idleCount := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.idle)
+	}
 	idle1, idle2 := dial(t, addr), dial(t, addr)
-	for _, c := range []net.Conn{idle1, idle2} {
+	for i, c := range []net.Conn{idle1, idle2} {
 		if code, _ := get(t, c, "/healthz"); code != http.StatusOK {
 			t.Fatalf("healthz: %d", code)
 		}
+		// net/http marks a connection idle just after its answer is
+		// sent: wait for it, so idle1 is the longest idle.
+		poll.Until(t, 10*time.Second, "the connection idle", func() bool { return idleCount() == i+1 })
 	}
-	poll.Until(t, 10*time.Second, "both connections idle", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.idle) == 2
-	})
 	// A third connection evicts idle1, the longest idle.
 	third := dial(t, addr)
 	if code, _ := get(t, third, "/status"); code != http.StatusOK {
@@ -88,12 +91,7 @@ func TestConnLimiter(t *testing.T) {
 		t.Fatalf("idle2 kept: %d", code)
 	}
 
-	// net/http marks a connection idle just after its answer is sent.
-	poll.Until(t, 10*time.Second, "both connections idle", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.idle) == 2
-	})
+	poll.Until(t, 10*time.Second, "both connections idle", func() bool { return idleCount() == 2 })
 	// Two connections busy sending their headers fill the cap with none idle.
 	busy := []net.Conn{dial(t, addr), dial(t, addr)}
 	for _, c := range busy {
