@@ -109,7 +109,10 @@ func TestConnLimiter(t *testing.T) {
 			t.Fatalf("%s on a spare: %d, want 200", path, code)
 		}
 	}
-	// Every spare held by a connection that sends nothing: the next is closed.
+	// Every spare held by a connection that sends nothing: the next is
+	// closed. (The spares above are closed by the server after their
+	// answer: wait for that first.)
+	poll.Until(t, 10*time.Second, "the spares given back", func() bool { return l.Open() == 2 })
 	for range ProbeConns {
 		dial(t, addr)
 	}
