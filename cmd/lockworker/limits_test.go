@@ -92,8 +92,9 @@ func TestIdleConnectionsDoNotStarveTheReplica(t *testing.T) {
 	t.Logf("%d idle connections opened (%d answered): descriptors %d -> %d, RSS %d -> %d KiB",
 		crowd, answered, fdsBefore, fdsCrowd, rssBefore, rssCrowd)
 	// A connection admitted just before the one before it was marked idle
-	// takes a spare (httpapi.ProbeConns) instead of evicting it.
-	if fdsCrowd > fdsBefore+maxConns+httpapi.ProbeConns {
+	// takes a spare (httpapi.ProbeConns) instead of evicting it; the Redis
+	// pool may grow by a connection or two meanwhile.
+	if fdsCrowd > fdsBefore+maxConns+httpapi.ProbeConns+4 {
 		t.Errorf("the crowd holds %d descriptors, want at most HTTP_MAX_CONNS (%d) and the spares more than the %d before", fdsCrowd, maxConns, fdsBefore)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
