@@ -146,7 +146,7 @@ func serveBytes(contentType string, b []byte) http.HandlerFunc {
 }
 
 func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	b, err := d.latest(r.Context())
+	b, err := d.latest(context.WithoutCancel(r.Context())) // shared: not ended by one reader leaving
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": unavailable})
 		return
@@ -164,7 +164,8 @@ const unavailable = "data source unavailable"
 // again only once the last read is invalidated (Run: a change notice, an
 // action, the refresh period) or older than RefreshInterval (a failed
 // read: MinInterval), and then once for all the readers that ask
-// meanwhile, whatever their number.
+// meanwhile, whatever their number: a request's reader passes a context
+// that its leaving does not cancel, as the others wait on its read.
 func (d *Dashboard) latest(ctx context.Context) ([]byte, error) {
 	d.mu.Lock()
 	c, gen := d.cache, d.gen
@@ -177,7 +178,7 @@ func (d *Dashboard) latest(ctx context.Context) ([]byte, error) {
 		return c.data, c.err
 	}
 	v, err, _ := d.reads.Do("", func() (any, error) {
-		b, err := d.snapshotJSON(context.WithoutCancel(ctx)) // shared: not ended by one reader leaving
+		b, err := d.snapshotJSON(ctx)
 		d.mu.Lock()
 		d.cache = cached{data: b, err: err, at: time.Now(), gen: gen}
 		d.mu.Unlock()

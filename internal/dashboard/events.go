@@ -53,7 +53,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush() == nil
 	}
 	// Subscribed first, so a change during this read is pushed after it.
-	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(r.Context())...)) {
+	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(context.WithoutCancel(r.Context()))...)) {
 		return
 	}
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
