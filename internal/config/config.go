@@ -119,7 +119,21 @@ type Config struct {
 	JobBatch int `env:"JOB_BATCH" envDefault:"64"`
 	// WorkDuration is how long the log handler's simulated work takes.
 	WorkDuration time.Duration `env:"WORK_DURATION" envDefault:"1s"`
+
+	// HTTPMaxConns bounds the open HTTP connections (idle keep-alives
+	// included), so clients cannot take the descriptors jobs need; a few
+	// more are kept for /healthz and /readyz. The daemon lowers it to half
+	// its descriptor limit (RLIMIT_NOFILE) when that is smaller.
+	HTTPMaxConns int `env:"HTTP_MAX_CONNS" envDefault:"1024"`
+	// HTTPMaxBodyBytes bounds the request bodies (POST /jobs) being read at
+	// once, across all requests: past it a request gets 503 with
+	// Retry-After. At least MaxBatchBody (one NDJSON body of the largest size).
+	HTTPMaxBodyBytes int64 `env:"HTTP_MAX_BODY_BYTES" envDefault:"33554432"`
 }
+
+// MaxBatchBody is the largest NDJSON body of POST /jobs (jobs.MaxBatchBytes):
+// the smallest HTTP_MAX_BODY_BYTES.
+const MaxBatchBody = 8 << 20
 
 // MinAdminTokenLen is the shortest ADMIN_TOKEN: the token is compared in
 // constant time, but a short one can still be guessed.
@@ -300,6 +314,12 @@ func (c Config) checkJobs(p *problems) {
 	}
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
+	}
+	if c.HTTPMaxConns < 1 {
+		p.add("HTTP_MAX_CONNS", "must be at least 1, got %d", c.HTTPMaxConns)
+	}
+	if c.HTTPMaxBodyBytes < MaxBatchBody {
+		p.add("HTTP_MAX_BODY_BYTES", "must be at least %d (one NDJSON body of the largest size), got %d", MaxBatchBody, c.HTTPMaxBodyBytes)
 	}
 }
 

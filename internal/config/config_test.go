@@ -88,6 +88,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"LOCK_TTL=3ms"}, "LOCK_TTL"},
 		{[]string{"WORK_DURATION=0"}, "WORK_DURATION"},
 		{[]string{"WORK_DURATION=-1s"}, "WORK_DURATION"},
+		{[]string{"HTTP_MAX_CONNS=0"}, "HTTP_MAX_CONNS"},
+		{[]string{"HTTP_MAX_BODY_BYTES=1048576"}, "HTTP_MAX_BODY_BYTES"},
 		{[]string{"REDIS_URLS=redis://a:1,redis://b:1,redis://a:1"}, "REDIS_URLS"},
 		{[]string{"REDIS_URLS=redis://A,redis://b:1,redis://a:6379/2"}, "REDIS_URLS"},
 		{[]string{"REDIS_URLS=redis://localhost:7,redis://b:1,rediss://u:p@127.0.0.1:7"}, "REDIS_URLS"},

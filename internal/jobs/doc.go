@@ -6,7 +6,9 @@
 // A Queue is what producers and operators use (Enqueue, Stats,
 // DeadLetters, Requeue); it needs no handler and no leadership. A Worker is
 // the leader's side: Process runs a Handler on each job under the
-// leadership's context and lease.
+// leadership's context and lease. A job that could not start because the
+// host is out of resources (ErrHostFault) costs no attempt; if that
+// persists, Process returns and the leadership goes to another replica.
 //
 // # Layout
 //

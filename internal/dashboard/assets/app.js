@@ -130,11 +130,30 @@
 
   let source = null;
   let retryMs = 2000;
+  let poller = null;
+
+  // While the server refuses the stream (too many), the page polls
+  // api/snapshot: the same shared snapshot, so it costs the server nothing
+  // more. A stream that opens again ends the polling.
+  async function pollSnapshot() {
+    try {
+      const res = await fetch('api/snapshot', { cache: 'no-store' });
+      if (!res.ok) throw new Error('status ' + res.status);
+      snap = await res.json();
+      setConn('wait', 'Polling');
+      banner('');
+      render();
+    } catch (e) {
+      setConn('down', 'Disconnected');
+    }
+  }
 
   function connect() {
     source = new EventSource('events');
     source.addEventListener('open', () => {
       retryMs = 2000;
+      clearInterval(poller);
+      poller = null;
       setConn('live', 'Live');
     });
     source.addEventListener('snapshot', (ev) => {
@@ -155,6 +174,10 @@
       if (source.readyState === EventSource.CLOSED) {
         setConn('down', 'Disconnected');
         source = null;
+        if (!poller) {
+          pollSnapshot();
+          poller = setInterval(pollSnapshot, 5000);
+        }
         setTimeout(connect, retryMs + Math.random() * 1000);
         retryMs = Math.min(retryMs * 2, 30000);
       } else {
