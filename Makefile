@@ -13,7 +13,7 @@ MODULES     := . bench deploy/prometheus
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench chaos redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions chaos redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -25,8 +25,11 @@ run: build
 	./$(BIN)
 
 ## demo: a Redis of its own, 3 replicas, a graceful handover and a crash failover.
+## PARTITIONS=8: the same fleet sharing eight partitions (demo --partitions 8);
+## DEMO_FLAGS=--verbose streams the replicas' logs.
+DEMO_FLAGS ?=
 demo: redis-server build
-	./$(BIN) demo
+	./$(BIN) demo $(if $(PARTITIONS),--partitions $(PARTITIONS)) $(DEMO_FLAGS)
 
 ## test: every module's tests: the daemon's and the bench's with the race
 ## detector, against real redis-server processes and a real (headless)
@@ -56,7 +59,8 @@ test:
 ## (about 6 minutes); jobs per second with a no-op handler, one job per
 ## round trip and with group commit, beside the raw round trip, as one
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
-## idle fleet's Redis load (about 2 minutes). The bench is a module of its own
+## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
+## about 11 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -64,16 +68,36 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
+	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 
-## chaos: the long fault-injection run (200 faults, 2s TTL): prints a summary
-## table and fails on any safety violation. SEED=n repeats a run's faults;
-## BATCH=n sets the replicas' JOB_BATCH (0: the daemon's default).
+## bench-partitions: what partitions buy and cost, with 3 real replicas per
+## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):
+## jobs/s with a 10 ms handler and with a no-op one, PARTITIONS=16 beside 1;
+## a stopped, killed and joining replica's partitions handed over; an idle
+## fleet with PARTITIONS=64. A quick run:
+## PARTITIONBENCH_FLAGS='-reps 1 -idle-window 10s -noop-jobs 50000'.
+PARTITIONBENCH_FLAGS ?=
+bench-partitions: redis-server build
+	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
+
+## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
+## for each value of PARTITIONS (unset: "1 8": one lock, then eight
+## partitions with keyed jobs, order checked per key and fencing per
+## partition): prints a summary table per run and fails on any safety
+## violation. SEED=n repeats a run's faults; PARTITIONS=8 runs only the
+## partitioned one; BATCH=n sets the replicas' JOB_BATCH (0: the daemon's
+## default).
 FAULTS ?= 200
 BATCH  ?= 0
 chaos: redis-server
-	@seed=$${SEED:-$$(date +%s)}; echo "chaos: seed $$seed (repeat with: make chaos SEED=$$seed)"; \
-	$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
-		-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH)
+	@seed=$${SEED:-$$(date +%s)}; failed=; \
+	for p in $(or $(PARTITIONS),1 8); do \
+		echo "chaos: seed $$seed, PARTITIONS=$$p (repeat with: make chaos SEED=$$seed PARTITIONS=$$p)"; \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestChaos$$' ./internal/testkit/chaos \
+			-args -chaos.long -chaos.seed=$$seed -chaos.faults=$(FAULTS) -chaos.batch=$(BATCH) -chaos.partitions=$$p \
+			|| failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make chaos: FAILED with PARTITIONS=$$failed (seed $$seed)"; exit 1; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -111,7 +135,10 @@ compose-check:
 ## compose-e2e: both compose files, as shipped, in this machine's Docker
 ## engine with --scale worker=3 (about 5 minutes): one leader, a docker stop
 ## handover, a docker kill failover, jobs in order across both, the
-## containers' hardening and health, a Redlock node stopped; everything
+## containers' hardening and health, a Redlock node stopped; then
+## docker-compose.yml with PARTITIONS=8 (the partitions shared, each of a
+## stopped or killed worker's led elsewhere, each key's jobs in order;
+## E2E_FLAGS=-partitions=0 skips it, -files= runs it alone); everything
 ## torn down, then a summary with the times measured. With no registry the
 ## images are built from this machine (deploy/standin-images.sh).
 ## E2E_FLAGS=-h lists the settings.

@@ -16,6 +16,7 @@ import (
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/metrics"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 const (
@@ -113,7 +114,8 @@ func grafanaExprs(t *testing.T) map[string][]string {
 	return out
 }
 
-// exposed is every series name lockworker's /metrics serves.
+// exposed is every series name lockworker's /metrics serves, with
+// partitions (a replica leading one, another paused).
 func exposed(t *testing.T) map[string]bool {
 	t.Helper()
 	m, err := metrics.New(metrics.Config{States: []string{"idle", "working"}, Version: "v0", GoVersion: "go"})
@@ -121,8 +123,11 @@ func exposed(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	err = m.Watch(metrics.Sources{
-		Snapshot: func() metrics.Snapshot { return metrics.Snapshot{} },
+		Snapshot: func() metrics.Snapshot { return metrics.Snapshot{Leads: []roster.Owned{{Partition: 0, Token: 1}}} },
 		Queue:    func(context.Context) (figures.Queue, error) { return figures.Queue{}, nil },
+		Partitions: func(context.Context) ([]figures.Queue, error) {
+			return []figures.Queue{{}, {Paused: true}}, nil
+		},
 		RedisOK:  func() bool { return true },
 		Eviction: func() map[string]string { return map[string]string{"node": "noeviction"} },
 	})

@@ -139,8 +139,10 @@ redis_image() {
 	mapfile -t files < <(with_libs "$server" "$cli" "$sh" | sort -u)
 	copy_into "$fs" "${files[@]}"
 	mkdir -p "$fs/usr/local/bin" "$fs/bin" "$fs/etc" "$fs/data"
-	mv "$fs$server" "$fs/usr/local/bin/redis-server"
-	mv "$fs$cli" "$fs/usr/local/bin/redis-cli"
+	# Where the image wants them, unless they are there already (a Redis
+	# installed under /usr/local/bin).
+	[ "$server" = /usr/local/bin/redis-server ] || mv "$fs$server" "$fs/usr/local/bin/redis-server"
+	[ "$cli" = /usr/local/bin/redis-cli ] || mv "$fs$cli" "$fs/usr/local/bin/redis-cli"
 	[ "$sh" = /bin/sh ] || mv "$fs$sh" "$fs/bin/sh"
 	# As the official image: the compose network is the boundary, so no
 	# protected mode (the official image patches its default to "no").

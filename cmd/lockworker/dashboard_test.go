@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,4 +257,95 @@ func names(ws []*worker) []string {
 		out = append(out, w.name)
 	}
 	return out
+}
+
+// TestDashboardPartitions: two real replicas share four partitions, the
+// page of one in a real chromium. It lists every partition with the
+// owner and token the replicas' /status give, a paused partition's
+// pending jobs and how long the oldest has waited, and in the fleet how
+// many partitions each replica owns; after a SIGTERM of the other
+// replica, every partition goes to the one left, on the page too,
+// without a reload.
+func TestDashboardPartitions(t *testing.T) {
+	browsertest.Exec(t)
+	r := redistest.Start(t, redistest.Options{})
+	env := partitionsEnv(r.URL(), 4, t.TempDir())
+	a := startWorker(t, "dp-a", env...)
+	b := startWorker(t, "dp-b", env...)
+	shared(t, 4, 20*time.Second, a, b)
+	if err := runCLI(t, []string{"pause", "--partition", "1"}, env, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := runCLI(t, []string{"enqueue", "--key", keyOf(1, 4), "x"}, env, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// pageShows waits until the page's partitions and fleet rows are
+	// those the replicas' /status give (rechecked as long as it waits).
+	p := browsertest.Open(t, 1280, 1100)
+	pageShows := func(what string, ws ...*worker) {
+		t.Helper()
+		poll.Until(t, 10*time.Second, what, func() bool {
+			var rows []string
+			owns := map[string]int{}
+			for _, w := range ws {
+				s, ok := w.status()
+				if !ok {
+					return false
+				}
+				for _, l := range s.Leads {
+					rows = append(rows, fmt.Sprintf("%d %s #%d", l.Partition, w.name, l.Token))
+				}
+				owns[w.name] = len(s.Leads)
+			}
+			slices.Sort(rows)
+			got := p.Eval(t, `[...document.querySelectorAll('#partitions-body tr')].map((tr) =>
+				tr.dataset.partition + ' ' + tr.dataset.owner + ' ' + tr.children[2].textContent).join('\n')`)
+			if got != strings.Join(rows, "\n") {
+				return false
+			}
+			for name, n := range owns {
+				if p.Eval(t, fmt.Sprintf(`(document.querySelector('#fleet-body tr[data-worker=%q] td.owned') || {}).textContent || ''`, name)) != fmt.Sprint(n) {
+					return false
+				}
+			}
+			return p.Eval(t, `String(document.querySelectorAll('#fleet-body tr[data-worker]').length)`) == fmt.Sprint(len(ws))
+		})
+	}
+	p.Within(t, 15*time.Second, "first load",
+		chromedp.Navigate(a.url("/")),
+		browsertest.Visible(`#partitions-panel`),
+		browsertest.Visible(`#partitions-body tr[data-partition="3"]`),
+	)
+	pageShows("the page's partitions and owners match /status", a, b)
+	paused := `#partitions-body tr[data-partition="1"]`
+	if got := p.Eval(t, `document.querySelector('`+paused+`').textContent`); !strings.Contains(got, "paused") {
+		t.Errorf("partition 1's row does not say paused: %q", got)
+	}
+	if got := p.Eval(t, `document.querySelector('`+paused+` td:nth-child(4)').textContent`); got != "2" {
+		t.Errorf("partition 1 shows %q pending, want 2", got)
+	}
+	if got := p.Eval(t, `document.querySelector('`+paused+` td.oldest').textContent`); !regexp.MustCompile(`^[0-9.]+(ms|s)$`).MatchString(got) {
+		t.Errorf("partition 1's oldest pending job shows %q, want a wait", got)
+	}
+	if got := p.Eval(t, `document.getElementById('fleet-token-head').textContent`); got != "Partitions" {
+		t.Errorf("the fleet's token column is headed %q with partitions, want Partitions", got)
+	}
+	p.Screenshot(t, "partitions")
+
+	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
+	b.signal(syscall.SIGTERM)
+	if err, ok := b.exited(10 * time.Second); !ok || err != nil {
+		t.Fatalf("dp-b after SIGTERM: exited=%v err=%v", ok, err)
+	}
+	shared(t, 4, 10*time.Second, a)
+	pageShows("every partition on dp-a, on the page", a)
+	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
+		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // deadLetterReport is one line of `lockworker deadletters --json`.
@@ -66,21 +69,27 @@ func runDeadLetters(ctx context.Context, getenv func(string) string, args []stri
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tATTEMPTS\tFAILED AT\tTOKEN\tERROR")
 	for _, d := range dead {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", d.ID, d.Attempts, d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(d.Error, 120))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", cell(d.ID), d.Attempts, d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(d.Error, 120))
 	}
 	return tw.Flush()
 }
 
-// oneLine quotes s when it spans lines and cuts it to max runes.
+// oneLine cuts s to max runes and quotes it like cell.
 func oneLine(s string, max int) string {
-	r := []rune(s)
-	if len(r) > max {
+	if r := []rune(s); len(r) > max {
 		s = string(r[:max]) + "…"
 	}
-	for _, c := range s {
-		if c == '\n' || c == '\r' || c == '\t' {
-			return strconv.Quote(s)
-		}
+	return cell(s)
+}
+
+// cell is s as a table prints it: quoted (strconv.Quote: \x1b, \n, \t,
+// invalid UTF-8 escaped) when it holds anything but printable characters
+// and spaces, so a value read from Redis (a job's error, a worker's
+// name) can neither drive the terminal (escape sequences) nor break the
+// table's lines and columns.
+func cell(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
 	}
 	return s
 }

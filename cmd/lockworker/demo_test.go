@@ -111,6 +111,52 @@ func TestDemo(t *testing.T) {
 	assertGone(t, pids)
 }
 
+// TestDemoPartitions: --partitions 8 tells the story of three replicas
+// sharing eight partitions: the share-out, a SIGTERM whose partitions are
+// led elsewhere, a kill -9 whose partitions are taken once their leases
+// ran out, keyed jobs finished; everything stopped.
+func TestDemoPartitions(t *testing.T) {
+	out, err := runDemoBinary(t, 120*time.Second, nil, "--partitions", "8")
+	t.Logf("demo output:\n%s", out)
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	for _, want := range []string{
+		"3 replicas share 8 partitions",
+		"▸ replicas: worker-1 (pid",
+		"every partition has one owner, shared to within one: worker-1 ",
+		"enqueued 12 jobs with `lockworker enqueue --key`",
+		"customer-1 → p",
+		"▸ SIGTERM → worker-",
+		"partitions are led elsewhere (graceful handover): p",
+		"the two left share the 8 partitions: worker-",
+		"▸ kill -9 → worker-",
+		"partitions are led elsewhere (failover once each lease ran out): p",
+		"finished the queue: 12 of 12 jobs committed, 0 pending, 0 dead letters",
+		"timeline (seconds since the demo started)",
+		"handover after SIGTERM:",
+		"failover after kill -9:",
+		"✓ cleaned up",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Balanced: 3, 3 and 2 partitions, then 4 and 4.
+	if m := regexp.MustCompile(`shared to within one: worker-\d (\d) .*, worker-\d (\d) .*, worker-\d (\d) `).FindStringSubmatch(out); m == nil ||
+		m[1]+m[2]+m[3] != "233" && m[1]+m[2]+m[3] != "323" && m[1]+m[2]+m[3] != "332" {
+		t.Errorf("first share-out %v, want 3, 3 and 2", m)
+	}
+	if !regexp.MustCompile(`the two left share the 8 partitions: worker-\d 4 .*, worker-\d 4 `).MatchString(out) {
+		t.Error("the two left do not have 4 partitions each")
+	}
+	pids := demoPIDs(t, out)
+	if len(pids) != 4 {
+		t.Fatalf("found %d PIDs in the output, want 4 (Redis and 3 replicas)", len(pids))
+	}
+	assertGone(t, pids)
+}
+
 // TestDemoCtrlC interrupts the demo while replicas run and checks that it
 // stops every one of them, and its Redis, and says so.
 func TestDemoCtrlC(t *testing.T) {
@@ -167,7 +213,7 @@ func TestDemoKilled(t *testing.T) {
 }
 
 func TestDemoRejectsBadArguments(t *testing.T) {
-	for _, args := range [][]string{{"--redis", "nope"}, {"extra"}, {"--nope"}} {
+	for _, args := range [][]string{{"--redis", "nope"}, {"extra"}, {"--nope"}, {"--partitions", "0"}, {"--partitions", "1025"}, {"--partitions", "x"}} {
 		var out bytes.Buffer
 		err := runCLI(t, append([]string{"demo"}, args...), nil, &out)
 		if exitCode(err) != 2 {

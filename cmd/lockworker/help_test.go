@@ -71,7 +71,7 @@ func TestEverySubcommandHelps(t *testing.T) {
 // by name.
 func TestEveryFlagIsInTheHelp(t *testing.T) {
 	flags := map[string][]string{
-		"status": {"json"}, "history": {"n", "json"}, "deadletters": {"n", "json"},
+		"status": {"json"}, "partitions": {"json"}, "history": {"n", "json"}, "deadletters": {"n", "json"},
 		"enqueue": {"lines"}, "epoch": {"raise-to"}, "graph": {"format"}, "version": {"json"}, "demo": {"verbose"},
 	}
 	for _, cmd := range subcommands(t) {

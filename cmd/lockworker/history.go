@@ -80,7 +80,7 @@ func runHistory(ctx context.Context, getenv func(string) string, args []string, 
 		if r.HandoverMs != nil {
 			handover = fmt.Sprintf("%dms", *r.HandoverMs)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Token, r.WorkerID, r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), ended, handover)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Token, cell(r.WorkerID), r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), cell(ended), handover)
 	}
 	return tw.Flush()
 }

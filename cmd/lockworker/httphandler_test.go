@@ -98,7 +98,7 @@ type storeRecord struct {
 }
 
 type storeData struct {
-	Fence    int64                  `json:"fence"`
+	Fences   map[int]int64          `json:"fences"` // by partition
 	Applied  int64                  `json:"applied"`
 	Records  map[string]storeRecord `json:"records"`
 	History  []storeRecord          `json:"history"`
@@ -369,8 +369,8 @@ func TestHTTPHandlerFencedByTheExampleStore(t *testing.T) {
 	if stale := staleWrites(d.History); len(stale) != 0 {
 		t.Fatalf("stale writes applied: %+v\nhistory %+v", stale, d.History)
 	}
-	if r, _ := d.byPayload("stuck"); r.Token != tokB || d.Fence != tokB {
-		t.Fatalf("the stuck job's record %+v, fence %d; want the new leader's token %d", r, d.Fence, tokB)
+	if r, _ := d.byPayload("stuck"); r.Token != tokB || d.Fences[0] != tokB {
+		t.Fatalf("the stuck job's record %+v, fence %d; want the new leader's token %d", r, d.Fences[0], tokB)
 	}
 	for _, out := range []string{a.out.String(), b.out.String(), store.out.String()} {
 		if strings.Contains(out, "s3cret") {

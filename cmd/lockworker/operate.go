@@ -47,11 +47,11 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 	}
 	if !h.To.Held {
 		_, err = fmt.Fprintf(stdout, "%s (token %d) stepped down after %dms; no replica leads yet\n",
-			h.From.WorkerID, h.From.Token, h.Took.Milliseconds())
+			cell(h.From.WorkerID), h.From.Token, h.Took.Milliseconds())
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "%s (token %d) stepped down; %s leads with token %d, %dms after the request\n",
-		h.From.WorkerID, h.From.Token, h.To.WorkerID, h.To.Token, h.Took.Milliseconds())
+		cell(h.From.WorkerID), h.From.Token, cell(h.To.WorkerID), h.To.Token, h.Took.Milliseconds())
 	return err
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/partition"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -139,8 +142,9 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 // TestPartitionsOnEveryTopology: partitions on a Redis Cluster (each
 // partition's keys under a hash tag of its own, spread over the masters;
 // the partitions' notices over classic pub/sub), a Sentinel group and a
-// Redlock of three masters: two replicas share four partitions, each
-// key's jobs run in order, a SIGTERM hands the leaver's partitions over.
+// Redlock of three masters: two replicas share four partitions (and
+// `lockworker partitions` names their owners), each key's jobs run in
+// order, a SIGTERM hands the leaver's partitions over.
 func TestPartitionsOnEveryTopology(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -167,7 +171,22 @@ func TestPartitionsOnEveryTopology(t *testing.T) {
 			env := append(partitionsEnv("", 4, dir), tc.env(t)...) // the later REDIS_URLS wins
 			a := startWorker(t, "pt-a", env...)
 			b := startWorker(t, "pt-b", env...)
-			shared(t, 4, 30*time.Second, a, b)
+			leads := shared(t, 4, 30*time.Second, a, b)
+			poll.Until(t, 10*time.Second, "lockworker partitions names each partition's owner", func() bool {
+				owner := map[int]string{}
+				for w, ps := range leads {
+					for _, n := range ps {
+						owner[n] = w.name
+					}
+				}
+				parts := partitionsJSON(t, env)
+				for i, p := range parts {
+					if p.Partition != i || p.Owner != owner[i] || p.Token == 0 {
+						return false
+					}
+				}
+				return len(parts) == 4
+			})
 			for i := range 3 {
 				for k := range 6 {
 					var out strings.Builder
@@ -213,5 +232,154 @@ func TestPartitionNoticesOnCluster(t *testing.T) {
 			got, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint("k", k)))
 			return string(got) == "x\n"
 		})
+	}
+}
+
+// partitionsJSON runs `lockworker partitions --json`.
+func partitionsJSON(t *testing.T, env []string) []figures.Partition {
+	t.Helper()
+	var out strings.Builder
+	if err := runCLI(t, []string{"partitions", "--json"}, env, &out); err != nil {
+		t.Fatalf("partitions --json: %v\n%s", err, out.String())
+	}
+	var parts []figures.Partition
+	if err := json.Unmarshal([]byte(out.String()), &parts); err != nil {
+		t.Fatalf("partitions --json: %v\n%s", err, out.String())
+	}
+	return parts
+}
+
+// keyOf is a key whose jobs land in partition n of p.
+func keyOf(n, p int) string {
+	for i := 0; ; i++ {
+		if k := fmt.Sprint("key-", i); partition.Of(k, p) == n {
+			return k
+		}
+	}
+}
+
+// TestPartitionsCommand: `lockworker partitions` lists each of four
+// partitions with the owner its lease names (the replica whose /status
+// leads it, with the same token), a paused partition's pending jobs and
+// their age, as the metrics do; with one partition it is the one lock
+// and queue.
+func TestPartitionsCommand(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := partitionsEnv(r.URL(), 4, t.TempDir())
+	a := startWorker(t, "pc-a", env...)
+	b := startWorker(t, "pc-b", env...)
+	shared(t, 4, 20*time.Second, a, b)
+
+	// Partition 2 is paused, with two jobs waiting.
+	var out strings.Builder
+	if err := runCLI(t, []string{"pause", "--partition", "2"}, env, &out); err != nil {
+		t.Fatalf("pause: %v\n%s", err, out.String())
+	}
+	for range 2 {
+		if err := runCLI(t, []string{"enqueue", "--key", keyOf(2, 4), "x"}, env, &out); err != nil {
+			t.Fatalf("enqueue: %v\n%s", err, out.String())
+		}
+	}
+	poll.Until(t, 10*time.Second, "partitions names each owner as its /status does", func() bool {
+		want := map[int]figures.Partition{}
+		for _, w := range []*worker{a, b} {
+			s, ok := w.status()
+			if !ok {
+				return false
+			}
+			for _, l := range s.Leads {
+				want[l.Partition] = figures.Partition{Partition: l.Partition, Owner: w.name, Token: l.Token}
+			}
+		}
+		parts := partitionsJSON(t, env)
+		if len(parts) != 4 {
+			t.Fatalf("partitions --json lists %d partitions, want 4: %+v", len(parts), parts)
+		}
+		for i, p := range parts {
+			w := want[i]
+			if p.Partition != i || p.Owner != w.Owner || p.Token != w.Token || p.Token == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	parts := partitionsJSON(t, env)
+	for _, p := range parts {
+		paused := p.Partition == 2
+		if p.Paused != paused || (p.Pending == 2) != paused || (p.OldestPendingMs > 0) != paused || p.Epoch < p.Token {
+			t.Errorf("partition %d: %+v", p.Partition, p)
+		}
+	}
+
+	// The metrics say the same: each replica the partitions it leads,
+	// every replica each partition's queue.
+	leads := shared(t, 4, 10*time.Second, a, b)
+	m := get(t, a.url("/metrics"))
+	for _, want := range []string{`lockworker_partition_jobs_pending{partition="2"} 2`, `lockworker_partition_queue_paused{partition="2"} 1`,
+		`lockworker_partition_jobs_pending{partition="0"} 0`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("a's /metrics lacks %s", want)
+		}
+	}
+	for _, n := range leads[a] {
+		if want := fmt.Sprintf(`lockworker_partition_leader{partition="%d"} 1`, n); !strings.Contains(m, want) {
+			t.Errorf("a's /metrics lacks %s", want)
+		}
+	}
+	if got := strings.Count(m, "\nlockworker_partition_leader{"); got != len(leads[a]) {
+		t.Errorf("a's /metrics has %d partition_leader series, a leads %v", got, leads[a])
+	}
+
+	out.Reset()
+	if err := runCLI(t, []string{"partitions"}, env, &out); err != nil {
+		t.Fatalf("partitions: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"PARTITION", "OWNER", "pc-a", "pc-b", "paused", "without an owner: 0 of 4"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("partitions does not show %q:\n%s", want, text)
+		}
+	}
+
+	// One partition: one row, the lock's holder.
+	one := fastEnv(redistest.Start(t, redistest.Options{}).URL())
+	if parts := partitionsJSON(t, one); len(parts) != 1 || parts[0].Owner != "" || parts[0].Token != 0 {
+		t.Fatalf("one partition, no replica: %+v", parts)
+	}
+	solo := startWorker(t, "pc-solo", one...)
+	poll.Until(t, 10*time.Second, "the one partition's owner", func() bool {
+		s, ok := solo.status()
+		parts := partitionsJSON(t, one)
+		return ok && s.Leader && len(parts) == 1 && parts[0].Owner == "pc-solo" && parts[0].Token == s.Token
+	})
+	out.Reset()
+	if err := runCLI(t, []string{"partitions"}, one, &out); err != nil || !strings.Contains(out.String(), "owned: pc-solo 1; without an owner: 0 of 1") {
+		t.Fatalf("partitions with one partition: %v\n%s", err, out.String())
+	}
+	if m := get(t, solo.url("/metrics")); strings.Contains(m, `partition="`) || !strings.Contains(m, "lockworker_leader 1") {
+		t.Errorf("with one partition, /metrics serves a partition label, or no leader:\n%s", m)
+	}
+}
+
+// TestPartitionsTableQuotes: an owner that would not print as itself (an
+// escape sequence, a space) is quoted in the table, never written raw.
+func TestPartitionsTableQuotes(t *testing.T) {
+	var out strings.Builder
+	err := printPartitions(&out, []figures.Partition{
+		{Partition: 0, Owner: "a\x1b[2Jb", Token: 3},
+		{Partition: 1, Owner: "a b", Token: 4},
+		{Partition: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{`"a\x1b[2Jb"`, `"a b"`, "without an owner: 1 of 3"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table does not show %s:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "\x1b") {
+		t.Errorf("the table writes a raw escape:\n%q", text)
 	}
 }

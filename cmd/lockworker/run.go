@@ -28,6 +28,7 @@ commands:
   (none)       run a replica: compete for the lock, lead, process jobs
   status       show who holds the lock, the queue and the live replicas
   history      list leaderships and how each predecessor ended
+  partitions   list every partition: its owner, token and queue
   stepdown     ask the leader to step down; another replica takes over
   pause        stop the leader from taking new jobs (it keeps the lock)
   resume       undo pause
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runRequeue(ctx, getenv, args, stdout)
 	case "history":
 		return runHistory(ctx, getenv, args, stdout)
+	case "partitions":
+		return runPartitions(ctx, getenv, args, stdout)
 	case "stepdown":
 		return runStepDown(ctx, getenv, args, stdout)
 	case "pause":

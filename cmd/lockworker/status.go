@@ -94,12 +94,12 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 // printStatus is the text form of the lock and the queue.
 func printStatus(w io.Writer, r statusReport, topology string, leaseLeft time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "lock\t%s\n", r.LockKey)
+	fmt.Fprintf(tw, "lock\t%s\n", cell(r.LockKey))
 	fmt.Fprintf(tw, "mode\t%s\n", topology)
 	if r.Partitions > 1 {
 		fmt.Fprintf(tw, "partitions\t%d (lockworker partitions: each one's leader and queue)\n", r.Partitions)
 	} else if r.Held {
-		fmt.Fprintf(tw, "leader\t%s\n", r.Holder)
+		fmt.Fprintf(tw, "leader\t%s\n", cell(r.Holder))
 		fmt.Fprintf(tw, "token\t%d\n", r.Token)
 		fmt.Fprintf(tw, "lease left\t%s\n", leaseLeft.Round(time.Millisecond))
 	} else {
@@ -140,8 +140,8 @@ func printReplicas(w io.Writer, replicas []roster.Record, now time.Time) error {
 		if r.LastError != "" {
 			errText = oneLine(r.LastError, 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\t%d\t%s\t%d\t%s\n", r.WorkerID, r.State, token,
-			now.Sub(r.Since).Round(time.Second), r.Host, r.PID, r.Version, r.JobsDone, errText)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s ago\t%s\t%d\t%s\t%d\t%s\n", cell(r.WorkerID), cell(r.State), token,
+			now.Sub(r.Since).Round(time.Second), cell(r.Host), r.PID, cell(r.Version), r.JobsDone, errText)
 	}
 	return tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -112,6 +113,20 @@ func (p *project) containers(ctx context.Context, service string) ([]container, 
 // docker compose exec --index N service ...
 func (p *project) exec(ctx context.Context, c container, args ...string) (string, error) {
 	return p.compose(ctx, append([]string{"exec", "-T", "--index=" + strconv.Itoa(c.Number), c.Service}, args...)...)
+}
+
+// execStdin is exec with stdin.
+func (p *project) execStdin(ctx context.Context, c container, stdin string, args ...string) (string, error) {
+	argv := append(slices.Clone(p.tool.argv[1:]), "--env-file", p.envFile, "-p", p.name, "-f", p.file,
+		"exec", "-T", "--index="+strconv.Itoa(c.Number), c.Service)
+	cmd := exec.CommandContext(ctx, p.tool.argv[0], append(argv, args...)...)
+	cmd.Env, cmd.Stdin = p.env, strings.NewReader(stdin)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %v: %w: %s", p.tool.argv[0], args, err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
 }
 
 // statusReport is `lockworker status --json`.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,5 +89,29 @@ func TestSettingsValidate(t *testing.T) {
 	}
 	if !strings.Contains(defaultSettings.envFile(), "LOCK_TTL=2s\n") {
 		t.Errorf("env file %q lacks LOCK_TTL=2s", defaultSettings.envFile())
+	}
+}
+
+// By default the e2e runs docker-compose.yml a second time with eight
+// partitions, given to the workers through the env file; -partitions 0
+// skips it, -files= runs it alone.
+func TestPartitionedRun(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.partitions != 8 || o.partsFile != "docker-compose.yml" || len(o.files) != 2 {
+		t.Errorf("defaults: partitions %d of %q after %v", o.partitions, o.partsFile, o.files)
+	}
+	s := o.settings
+	if !strings.Contains(s.envFile(), "PARTITIONS=1\n") {
+		t.Errorf("env file of the files' runs %q lacks PARTITIONS=1", s.envFile())
+	}
+	s.partitions = 8
+	if !strings.Contains(s.envFile(), "PARTITIONS=8\n") {
+		t.Errorf("env file of the partitioned run %q lacks PARTITIONS=8", s.envFile())
+	}
+	if o, err = parseFlags([]string{"-files=", "-partitions", "0"}, io.Discard); err != nil || len(o.files) != 0 || o.partitions != 0 {
+		t.Errorf("-files= -partitions 0: %v, files %v, partitions %d", err, o.files, o.partitions)
 	}
 }

@@ -31,6 +31,9 @@ type options struct {
 	compose  string
 	files    []string
 	settings settings
+	// partitions, above 1: partsFile is run again with PARTITIONS set so.
+	partitions int
+	partsFile  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -45,13 +48,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.settings.renew, "renew", o.settings.renew, "RENEW_INTERVAL (below -ttl/2)")
 	fs.DurationVar(&o.settings.retry, "retry", o.settings.retry, "RETRY_INTERVAL")
 	fs.DurationVar(&o.settings.work, "work", o.settings.work, "WORK_DURATION, each job's simulated work")
+	fs.IntVar(&o.partitions, "partitions", 8, "after the files, run -partitions-file again with PARTITIONS set to this (0 or 1: skip)")
+	fs.StringVar(&o.partsFile, "partitions-file", "docker-compose.yml", "the compose file of the partitioned run, relative to -root")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o.files = strings.Split(*files, ",")
+	if *files != "" { // -files= runs only the partitioned run
+		o.files = strings.Split(*files, ",")
+	}
 	return o, o.settings.validate()
 }
 
@@ -89,6 +96,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		results = append(results, r)
 	}
+	if o.partitions > 1 {
+		r, err := runPartitioned(ctx, o, tool, tmp, stderr)
+		if err != nil {
+			return fmt.Errorf("%s with PARTITIONS=%d: %w", o.partsFile, o.partitions, err)
+		}
+		results = append(results, r)
+	}
 	report(stdout, header{compose: tool.String(), engine: strings.TrimSpace(engine), images: images,
 		settings: o.settings, elapsed: time.Since(t0)}, results)
 	return nil
@@ -97,18 +111,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runFile brings one compose file up under a project of its own, runs the
 // checks, and takes it all down again, whatever happened.
 func runFile(ctx context.Context, o options, tool composeTool, file, tmp string, log io.Writer) (result, error) {
-	path, err := filepath.Abs(filepath.Join(o.root, file))
+	res := result{file: file}
+	err := onStack(ctx, o.root, o.settings, tool, file, tmp, log, &res, func(st *stack) error { return st.run(ctx) })
+	return res, err
+}
+
+// onStack brings file up with settings s under a project of its own,
+// runs scenario on it, and takes it all down again, whatever happened.
+func onStack(ctx context.Context, root string, s settings, tool composeTool, file, tmp string, log io.Writer, res *result, scenario func(*stack) error) error {
+	path, err := filepath.Abs(filepath.Join(root, file))
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	p, err := newProject(tool, path, tmp, o.settings)
+	p, err := newProject(tool, path, tmp, s)
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	res := result{file: file, project: p.name}
-	st := &stack{p: p, s: o.settings, log: log, res: &res, t0: time.Now()}
-	fmt.Fprintf(log, "compose-e2e: %s: up --scale worker=%d as project %s\n", file, replicas, p.name)
-	err = st.run(ctx)
+	res.project = p.name
+	st := &stack{p: p, s: s, log: log, res: res, t0: time.Now()}
+	fmt.Fprintf(log, "compose-e2e: %s: up --scale worker=%d as project %s (PARTITIONS=%d)\n", file, replicas, p.name, max(s.partitions, 1))
+	err = scenario(st)
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("interrupted: %w", err)
 	}
@@ -120,8 +142,8 @@ func runFile(ctx context.Context, o options, tool composeTool, file, tmp string,
 		st.dumpLogs(dctx)
 	}
 	if derr := p.down(dctx); derr != nil {
-		return res, errors.Join(err, fmt.Errorf("teardown: %w", derr))
+		return errors.Join(err, fmt.Errorf("teardown: %w", derr))
 	}
 	fmt.Fprintf(log, "compose-e2e: %s: down -v, nothing left\n", file)
-	return res, err
+	return err
 }

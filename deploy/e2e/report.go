@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,6 +20,7 @@ type result struct {
 	order         orderReport
 	inFlight      []int            // the jobs (1-based) in flight at the leader changes
 	redisNode     *redisNodeSample // Redlock files only
+	parts         *partitionResult // the partitioned run only
 }
 
 // header is the run's context, printed above the results.
@@ -32,6 +35,10 @@ func report(w io.Writer, h header, results []result) {
 	fmt.Fprintf(w, "  compose %s, engine %s, images: %s\n", h.compose, h.engine, h.images)
 	fmt.Fprintf(w, "  settings (--env-file): %s\n", h.settings)
 	for _, r := range results {
+		if r.parts != nil {
+			reportPartitions(w, r)
+			continue
+		}
 		fmt.Fprintf(w, "\n%s (project %s)\n", r.file, r.project)
 		fmt.Fprintf(w, "  start      %d workers healthy in %s; one leader (%s), the others waiting\n",
 			replicas, r.startup.Round(100*time.Millisecond), r.leader)
@@ -52,6 +59,24 @@ func report(w io.Writer, h header, results []result) {
 			o.jobs, tokens(o.tokens), r.inFlight)
 		fmt.Fprintf(w, "  teardown   down -v: no container, network or volume left\n")
 	}
+}
+
+func reportPartitions(w io.Writer, r result) {
+	p := r.parts
+	fmt.Fprintf(w, "\n%s with PARTITIONS=%d (project %s)\n", r.file, p.partitions, r.project)
+	fmt.Fprintf(w, "  start      %d workers healthy in %s; the %d partitions shared to within one: %s\n",
+		replicas, r.startup.Round(100*time.Millisecond), p.partitions, p.shares[0])
+	fmt.Fprintf(w, "  handover   docker stop %s → its partitions %v each led by another worker, the last %s after `docker stop` was called; exit code 0; then %s\n",
+		p.stop.from, p.stop.parts, ms(p.stop.worst), p.shares[1])
+	fmt.Fprintf(w, "  failover   docker kill -s KILL %s → its partitions %v each led by the last worker, the last %s after `docker kill` was called (not before LOCK_TTL - RENEW_INTERVAL); exit code %d\n",
+		p.kill.from, p.kill.parts, ms(p.kill.worst), p.kill.exitCode)
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(p.tokens)) {
+		keys = append(keys, fmt.Sprintf("%s: %s", k, tokens(p.tokens[k])))
+	}
+	fmt.Fprintf(w, "  jobs       %d enqueued with --key-field over %d keys (one per partition), all committed, each key's delivered in enqueue order; tokens by key (each its partition's) %s\n",
+		p.jobs, p.keys, strings.Join(keys, "; "))
+	fmt.Fprintf(w, "  teardown   down -v: no container, network or volume left\n")
 }
 
 // ms prints a duration in whole milliseconds: log lines carry their time

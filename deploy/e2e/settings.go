@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -11,6 +12,7 @@ import (
 // env file (--env-file): the files themselves are run as shipped.
 type settings struct {
 	ttl, renew, retry, work time.Duration
+	partitions              int // PARTITIONS; 0 means 1
 }
 
 // defaultSettings are handoverbench's, so the figures compare: LOCK_TTL
@@ -39,6 +41,7 @@ func (s settings) vars() [][2]string {
 		{"RENEW_INTERVAL", s.renew.String()},
 		{"RETRY_INTERVAL", s.retry.String()},
 		{"WORK_DURATION", s.work.String()},
+		{"PARTITIONS", strconv.Itoa(max(s.partitions, 1))},
 		{"SHUTDOWN_TIMEOUT", "10s"},
 		{"LOCK_KEY", "lockworker:leader"},
 		{"LOG_LEVEL", "debug"},

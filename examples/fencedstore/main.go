@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	srv := &http.Server{Handler: handler(store, getenv("FENCEDSTORE_TOKEN"), log), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("fencedstore listening", "addr", ln.Addr().String(), "data", *file, "fence", store.Snapshot().Fence)
+	log.Info("fencedstore listening", "addr", ln.Addr().String(), "data", *file, "fences", store.Snapshot().Fences)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -110,7 +110,7 @@ func TestFence(t *testing.T) {
 		}
 	}
 	d := data(t, url)
-	if d.Fence != 7 || d.Applied != 3 || len(d.Records) != 3 || d.Records["a"].Token != 5 || d.Records["b"].Token != 5 {
+	if d.Fences[0] != 7 || d.Applied != 3 || len(d.Records) != 3 || d.Records["a"].Token != 5 || d.Records["b"].Token != 5 {
 		t.Fatalf("data %+v", d)
 	}
 	var tokens []int64
@@ -149,7 +149,7 @@ func TestLockworkerHandlerAgainstTheStore(t *testing.T) {
 	if err := h.Handle(t.Context(), jobs.Job{ID: "", Payload: []byte("x")}, lease(9)); !errors.Is(err, jobs.ErrPermanent) {
 		t.Fatalf("no job ID: %v, want a permanent failure", err)
 	}
-	if d := s.Snapshot(); d.Fence != 8 || len(d.Records) != 1 {
+	if d := s.Snapshot(); d.Fences[0] != 8 || len(d.Records) != 1 {
 		t.Fatalf("data %+v", d)
 	}
 }
@@ -199,7 +199,7 @@ func TestDataFile(t *testing.T) {
 	if _, err := again.Apply(Write{Job: "c", Token: 10}); err == nil || errors.Is(err, ErrStale) {
 		t.Fatalf("unsaved write: %v, want the save's error", err)
 	}
-	if d := again.Snapshot(); d.Fence != 9 || d.Applied != 1 || len(d.Records) != 1 || len(d.History) != 1 {
+	if d := again.Snapshot(); d.Fences[0] != 9 || d.Applied != 1 || len(d.Records) != 1 || len(d.History) != 1 {
 		t.Fatalf("after a failed save: %+v, want the state before it", d)
 	}
 	if _, err := os.Stat(file); err != nil {
@@ -229,5 +229,42 @@ func TestBadRequests(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("above 1 MiB: %d", resp.StatusCode)
+	}
+}
+
+// Each partition has its own leaderships and tokens, so its own fence: a
+// partition's low token is not stale because another partition's is
+// higher (one fence for all would answer 409 and end a healthy
+// leadership), but it is below its own partition's fence.
+func TestFencePerPartition(t *testing.T) {
+	url, _ := startMain(t, nil)
+	for _, tt := range []struct {
+		job       string
+		partition string
+		token     int64
+		status    int
+	}{
+		{"a", "1", 7, 200}, {"b", "2", 3, 200}, {"c", "", 2, 200}, {"d", "1", 6, 409}, {"e", "2", 3, 200}, {"f", "-1", 9, 400}, {"g", "x", 9, 400},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/jobs", strings.NewReader("p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(headerJobID, tt.job)
+		req.Header.Set(headerToken, strconv.FormatInt(tt.token, 10))
+		if tt.partition != "" {
+			req.Header.Set(headerPart, tt.partition)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Fatalf("job %s partition %q token %d: %d, want %d", tt.job, tt.partition, tt.token, resp.StatusCode, tt.status)
+		}
+	}
+	if d := data(t, url); fmt.Sprint(d.Fences) != "map[0:2 1:7 2:3]" || d.Applied != 4 || len(d.Rejected) != 1 || d.Rejected[0].Partition != 1 {
+		t.Fatalf("fences %v, applied %d, rejected %+v", d.Fences, d.Applied, d.Rejected)
 	}
 }

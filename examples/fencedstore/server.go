@@ -17,7 +17,9 @@ const (
 	headerAttempt = "Lockworker-Attempt"
 	headerToken   = "Lockworker-Fencing-Token"
 	headerWorker  = "Lockworker-Worker-Id"
-	// headerFence is this store's answer: its fence after the request.
+	headerPart    = "Lockworker-Partition" // absent without partitions: 0
+	// headerFence is this store's answer: the fence of the request's
+	// partition after the request.
 	headerFence = "Lockworker-Fence"
 )
 
@@ -49,7 +51,7 @@ func handler(s *Store, token string, log *slog.Logger) http.Handler {
 		w.Header().Set(headerFence, strconv.FormatInt(fence, 10))
 		switch {
 		case errors.Is(err, ErrStale):
-			log.Warn("rejected a stale write", "job", wr.Job, "token", wr.Token, "fence", fence, "worker", wr.Worker, "attempt", wr.Attempt)
+			log.Warn("rejected a stale write", "job", wr.Job, "partition", wr.Partition, "token", wr.Token, "fence", fence, "worker", wr.Worker, "attempt", wr.Attempt)
 			reply(w, http.StatusConflict, map[string]any{"error": "stale fencing token", "token": wr.Token, "fence": fence})
 		case err != nil:
 			log.Error("could not save the write", "job", wr.Job, "err", err)
@@ -79,6 +81,12 @@ func parse(w http.ResponseWriter, r *http.Request) (Write, int, string) {
 	if id == "" {
 		return Write{}, http.StatusBadRequest, "missing " + headerJobID
 	}
+	part := 0
+	if h := r.Header.Get(headerPart); h != "" {
+		if part, err = strconv.Atoi(h); err != nil || part < 0 {
+			return Write{}, http.StatusBadRequest, "bad " + headerPart
+		}
+	}
 	attempt, _ := strconv.Atoi(r.Header.Get(headerAttempt))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayload))
 	var tooBig *http.MaxBytesError
@@ -88,7 +96,7 @@ func parse(w http.ResponseWriter, r *http.Request) (Write, int, string) {
 	if err != nil {
 		return Write{}, http.StatusBadRequest, "could not read the payload"
 	}
-	return Write{Job: id, Token: tok, Attempt: attempt, Worker: r.Header.Get(headerWorker), Payload: string(body)}, 0, ""
+	return Write{Job: id, Token: tok, Partition: part, Attempt: attempt, Worker: r.Header.Get(headerWorker), Payload: string(body)}, 0, ""
 }
 
 // bearer reports whether r carries "Authorization: Bearer <token>",

@@ -13,11 +13,15 @@ import (
 // Write is one job's write, as a request from lockworker's http handler
 // asks for it.
 type Write struct {
-	Job     string `json:"job"`
-	Token   int64  `json:"token"`
-	Attempt int    `json:"attempt,omitempty"`
-	Worker  string `json:"worker,omitempty"`
-	Payload string `json:"payload,omitempty"`
+	Job   string `json:"job"`
+	Token int64  `json:"token"`
+	// Partition is the job's partition (Lockworker-Partition; 0 without
+	// partitions): each partition has its own leadership and tokens, so
+	// each has its own fence.
+	Partition int    `json:"partition,omitempty"`
+	Attempt   int    `json:"attempt,omitempty"`
+	Worker    string `json:"worker,omitempty"`
+	Payload   string `json:"payload,omitempty"`
 }
 
 // Record is a write the store applied (or, in Data.Rejected, refused).
@@ -30,8 +34,10 @@ type Record struct {
 
 // Data is everything the store holds, as GET /data shows it.
 type Data struct {
-	// Fence is the highest fencing token any applied write carried.
-	Fence int64 `json:"fence"`
+	// Fences is, per partition, the highest fencing token any applied
+	// write of that partition carried (a fleet without partitions has
+	// only partition 0).
+	Fences map[int]int64 `json:"fences"`
 	// Applied counts the applied writes.
 	Applied int64 `json:"applied"`
 	// Records is each job's latest applied write, by job ID: the data the
@@ -66,7 +72,7 @@ type Store struct {
 // empty file name keeps the store in memory (it starts empty, fence 0,
 // after each restart).
 func Open(file string) (*Store, error) {
-	s := &Store{file: file, now: time.Now, data: Data{Records: map[string]Record{}}}
+	s := &Store{file: file, now: time.Now, data: Data{Fences: map[int]int64{}, Records: map[string]Record{}}}
 	if file == "" {
 		return s, nil
 	}
@@ -83,38 +89,48 @@ func Open(file string) (*Store, error) {
 	if s.data.Records == nil {
 		s.data.Records = map[string]Record{}
 	}
+	if s.data.Fences == nil {
+		s.data.Fences = map[int]int64{}
+	}
 	return s, nil
 }
 
-// Apply applies w unless its token is below the fence: Kleppmann's rule.
+// Apply applies w unless its token is below its partition's fence:
+// Kleppmann's rule.
 // An equal token is the same leadership writing again (a retry, or the
 // next job); a higher one raises the fence. It returns the fence after
 // the call, and ErrStale (with the fence it was below) when it refused.
 func (s *Store) Apply(w Write) (fence int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.Token < s.data.Fence {
-		s.data.Rejected = appendBounded(s.data.Rejected, Record{Write: w, At: s.now(), Fence: s.data.Fence})
-		return s.data.Fence, ErrStale
+	fence, had0 := s.data.Fences[w.Partition]
+	if w.Token < fence {
+		s.data.Rejected = appendBounded(s.data.Rejected, Record{Write: w, At: s.now(), Fence: fence})
+		return fence, ErrStale
 	}
-	fence, applied, history := s.data.Fence, s.data.Applied, s.data.History
+	applied, history := s.data.Applied, s.data.History
 	prev, had := s.data.Records[w.Job]
 	r := Record{Write: w, Seq: applied + 1, At: s.now()}
-	s.data.Fence = w.Token
+	s.data.Fences[w.Partition] = w.Token
 	s.data.Applied++
 	s.data.Records[w.Job] = r
 	s.data.History = appendBounded(s.data.History, r)
 	if err := s.save(); err != nil {
 		// Neither the write nor the fence: as before the call.
-		s.data.Fence, s.data.Applied, s.data.History = fence, applied, history
+		s.data.Applied, s.data.History = applied, history
+		if had0 {
+			s.data.Fences[w.Partition] = fence
+		} else {
+			delete(s.data.Fences, w.Partition)
+		}
 		if had {
 			s.data.Records[w.Job] = prev
 		} else {
 			delete(s.data.Records, w.Job)
 		}
-		return s.data.Fence, err
+		return fence, err
 	}
-	return s.data.Fence, nil
+	return w.Token, nil
 }
 
 // Snapshot returns a copy of the data.
@@ -122,6 +138,10 @@ func (s *Store) Snapshot() Data {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.data
+	d.Fences = make(map[int]int64, len(s.data.Fences))
+	for k, v := range s.data.Fences {
+		d.Fences[k] = v
+	}
 	d.Records = make(map[string]Record, len(s.data.Records))
 	for k, v := range s.data.Records {
 		d.Records[k] = v
@@ -138,7 +158,7 @@ func (s *Store) save() error {
 	if s.file == "" {
 		return nil
 	}
-	b, err := json.Marshal(Data{Fence: s.data.Fence, Applied: s.data.Applied, Records: s.data.Records, History: s.data.History})
+	b, err := json.Marshal(Data{Fences: s.data.Fences, Applied: s.data.Applied, Records: s.data.Records, History: s.data.History})
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,21 @@ type Config struct {
 	JobBatch int `env:"JOB_BATCH" envDefault:"64"`
 	// WorkDuration is how long the log handler's simulated work takes.
 	WorkDuration time.Duration `env:"WORK_DURATION" envDefault:"1s"`
+
+	// HTTPMaxConns bounds the open HTTP connections (idle keep-alives
+	// included), so clients cannot take the descriptors jobs need; a few
+	// more are kept for /healthz and /readyz. The daemon lowers it to half
+	// its descriptor limit (RLIMIT_NOFILE) when that is smaller.
+	HTTPMaxConns int `env:"HTTP_MAX_CONNS" envDefault:"1024"`
+	// HTTPMaxBodyBytes bounds the request bodies (POST /jobs) being read at
+	// once, across all requests: past it a request gets 503 with
+	// Retry-After. At least MaxBatchBody (one NDJSON body of the largest size).
+	HTTPMaxBodyBytes int64 `env:"HTTP_MAX_BODY_BYTES" envDefault:"33554432"`
 }
+
+// MaxBatchBody is the largest NDJSON body of POST /jobs (jobs.MaxBatchBytes):
+// the smallest HTTP_MAX_BODY_BYTES.
+const MaxBatchBody = 8 << 20
 
 // MinAdminTokenLen is the shortest ADMIN_TOKEN: the token is compared in
 // constant time, but a short one can still be guessed.
@@ -198,8 +212,8 @@ func (c Config) Validate() error {
 	}
 	c.checkRedis(&p)
 	c.checkTimings(&p)
-	if strings.TrimSpace(c.WorkerID) == "" || strings.ContainsAny(c.WorkerID, " \t\r\n") {
-		p.add("WORKER_ID", "must be a non-empty name without spaces")
+	if !workerName(c.WorkerID) {
+		p.add("WORKER_ID", "must be 1 to %d printable ASCII characters without spaces (it is also the replica's Redis client name), got %q", maxWorkerID, c.WorkerID)
 	}
 	if _, err := c.Level(); err != nil {
 		p.add("LOG_LEVEL", "%v", err)
@@ -300,6 +314,12 @@ func (c Config) checkJobs(p *problems) {
 	}
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
+	}
+	if c.HTTPMaxConns < 1 {
+		p.add("HTTP_MAX_CONNS", "must be at least 1, got %d", c.HTTPMaxConns)
+	}
+	if c.HTTPMaxBodyBytes < MaxBatchBody {
+		p.add("HTTP_MAX_BODY_BYTES", "must be at least %d (one NDJSON body of the largest size), got %d", MaxBatchBody, c.HTTPMaxBodyBytes)
 	}
 }
 
@@ -417,4 +437,24 @@ func varOf(field string) string {
 	}
 	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 	return name
+}
+
+// maxWorkerID bounds WORKER_ID: it is in every log line, record and key
+// of the registry.
+const maxWorkerID = 128
+
+// workerName reports whether id is a usable worker ID: what Redis accepts
+// as a client name (CLIENT SETNAME refuses spaces and anything outside
+// '!' to '~'), so a replica is never refused by Redis for its name, and a
+// terminal or log shows it as it is.
+func workerName(id string) bool {
+	if id == "" || len(id) > maxWorkerID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < '!' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

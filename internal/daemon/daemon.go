@@ -16,6 +16,7 @@ import (
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/dashboard"
 	"github.com/lockworker/lockworker/internal/history"
+	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/machine"
@@ -33,6 +34,7 @@ type Daemon struct {
 	metrics  *metrics.Metrics
 	lanes    []*lane // by partition; one without partitions
 	srv      *http.Server
+	conns    *httpapi.ConnLimiter // bounds srv's connections
 	ln       net.Listener
 	stopping atomic.Bool // set on a signal: /readyz answers 503
 
@@ -72,11 +74,12 @@ func New(cfg config.Config, log *slog.Logger) (*Daemon, error) {
 		_ = be.Close()
 		return nil, err
 	}
-	d.ln, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
 	if err != nil {
 		_ = be.Close()
 		return nil, fmt.Errorf("PORT %d: %w", cfg.Port, err)
 	}
+	d.ln = d.conns.Listener(ln)
 	return d, nil
 }
 
@@ -112,8 +115,12 @@ func (d *Daemon) assemble() error {
 		}
 		d.lanes = append(d.lanes, l)
 	}
-	if err := d.metrics.Watch(metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK,
-		Eviction: d.eviction.byNode}); err != nil {
+	src := metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK,
+		Eviction: d.eviction.byNode}
+	if d.partitioned() {
+		src.Partitions = d.partitionStats
+	}
+	if err := d.metrics.Watch(src); err != nil {
 		return err
 	}
 	if err := d.assembleFleet(); err != nil {

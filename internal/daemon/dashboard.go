@@ -10,7 +10,9 @@ import (
 	"github.com/lockworker/lockworker/internal/dashboard"
 	"github.com/lockworker/lockworker/internal/history"
 	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/operator"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // What the page shows at most; how often it is refreshed without a change
@@ -36,11 +38,12 @@ var _ dashboard.Source = pageSource{}
 
 func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
 
-// Snapshot reads everything the page shows: the queue (one transaction),
-// the registry (two round trips), the history and the dead letters.
+// Snapshot reads everything the page shows: the queue (one transaction;
+// with partitions, one pipeline over them all), the registry (two round
+// trips), the history and the dead letters.
 func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	d := p.d
-	q, err := d.be.Queues.Stats(ctx)
+	q, parts, err := p.queues(ctx)
 	if err != nil {
 		return dashboard.Snapshot{}, err
 	}
@@ -61,12 +64,48 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	self := d.lanes[0] // with partitions, the page draws partition 0's chart (for now)
 	recent, _ := self.transitions.read()
 	return dashboard.Snapshot{
-		Self:     dashboard.Self{WorkerID: d.cfg.WorkerID, State: self.machine.State().String(), Transitions: recent},
-		Epoch:    q.Epoch,
-		Replicas: records,
-		Queue:    dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
-		History:  historyOf(entries),
+		Self:       dashboard.Self{WorkerID: d.cfg.WorkerID, State: self.machine.State().String(), Transitions: recent},
+		Epoch:      q.Epoch,
+		Replicas:   records,
+		Queue:      dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
+		History:    historyOf(entries),
+		Partitions: partitionsOf(parts, records),
 	}, nil
+}
+
+// queues reads the fleet's queue figures and, with partitions, each
+// partition's (their sum is the fleet's).
+func (p pageSource) queues(ctx context.Context) (figures.Queue, []figures.Queue, error) {
+	if !p.d.partitioned() {
+		q, err := p.d.be.Queues.Stats(ctx)
+		return q, nil, err
+	}
+	parts, err := p.d.be.Queues.PartitionStats(ctx)
+	if err != nil {
+		return figures.Queue{}, nil, err
+	}
+	return figures.Sum(parts), parts, nil
+}
+
+// partitionsOf is the page's partitions table: each partition's queue
+// figures, and its owner and token as the records say (the registry is
+// read for the page anyway; the leases would cost a read per partition).
+func partitionsOf(parts []figures.Queue, records []roster.Record) []figures.Partition {
+	if parts == nil {
+		return nil
+	}
+	out := make([]figures.Partition, len(parts))
+	for i, q := range parts {
+		out[i] = figures.Partition{Partition: i, Queue: q}
+	}
+	for _, r := range records {
+		for _, o := range r.Partitions {
+			if o.Partition >= 0 && o.Partition < len(out) && o.Token > out[o.Partition].Token {
+				out[o.Partition].Owner, out[o.Partition].Token = r.WorkerID, o.Token
+			}
+		}
+	}
+	return out
 }
 
 func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {

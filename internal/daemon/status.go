@@ -19,27 +19,42 @@ const statusQueueTimeout = 250 * time.Millisecond
 
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
-		Status:        d.status,
-		Ready:         func() bool { return !d.stopping.Load() && d.redisOK() && d.eviction.allow() == nil },
-		Metrics:       d.metrics.Handler(),
-		Enqueue:       d.enqueue,
-		EnqueueMany:   d.enqueueMany,
-		JobsToken:     d.cfg.JobsToken,
-		MaxJobBytes:   jobs.MaxPayload,
-		MaxBatchJobs:  jobs.MaxBatch,
-		MaxBatchBytes: jobs.MaxBatchBytes,
-		Dashboard:     d.dash.Handler(),
-		Logger:        d.log,
+		Status:          d.status,
+		Ready:           func() bool { return !d.stopping.Load() && d.redisOK() && d.eviction.allow() == nil },
+		Metrics:         d.metrics.Handler(),
+		Enqueue:         d.enqueue,
+		EnqueueMany:     d.enqueueMany,
+		JobsToken:       d.cfg.JobsToken,
+		MaxJobBytes:     jobs.MaxPayload,
+		MaxBatchJobs:    jobs.MaxBatch,
+		MaxBatchBytes:   jobs.MaxBatchBytes,
+		MaxBodyInFlight: d.cfg.HTTPMaxBodyBytes,
+		Dashboard:       d.dash.Handler(),
+		Logger:          d.log,
 	})
 	if err != nil {
 		return err
 	}
 	d.srv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		Handler:  h,
+		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
+	d.conns = httpapi.NewConnLimiter(d.maxConns())
+	d.conns.Configure(d.srv)
 	return nil
+}
+
+// maxConns is HTTP_MAX_CONNS, lowered to half the descriptor limit when
+// that is smaller: the other half is for Redis, the jobs' pipes and
+// processes, and the spare connections of the probes.
+func (d *Daemon) maxConns() int {
+	n := d.cfg.HTTPMaxConns
+	if limit := nofileLimit(); limit > 0 && uint64(n) > limit/2 {
+		n = int(max(limit/2, 1))
+		d.log.Info("HTTP_MAX_CONNS lowered to half the descriptor limit", "httpMaxConns", d.cfg.HTTPMaxConns,
+			"nofile", limit, "effective", n)
+	}
+	return n
 }
 
 // status is GET /status: this replica's view, and who holds the lock and
@@ -95,12 +110,13 @@ func (d *Daemon) evictionStatus() *httpapi.Eviction {
 }
 
 // metricsSnapshot is the leadership for the metrics: without partitions
-// the lock's; with them, whether this replica leads any (token and lease
-// left are per partition there, and 0 here).
+// the lock's; with them, whether this replica leads any, and which with
+// which tokens (token and lease left are per partition there, and 0
+// here).
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 	if d.partitioned() {
 		owned, _, _ := d.partitionsOf()
-		return metrics.Snapshot{Leader: len(owned) > 0}
+		return metrics.Snapshot{Leader: len(owned) > 0, Leads: owned}
 	}
 	s := d.lanes[0].leader.Status()
 	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
@@ -127,6 +143,14 @@ func (d *Daemon) stats(ctx context.Context) (figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
 	return d.be.Queues.Stats(ctx)
+}
+
+// partitionStats reads every partition's queue figures within
+// statusQueueTimeout, for the metrics.
+func (d *Daemon) partitionStats(ctx context.Context) ([]figures.Queue, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	return d.be.Queues.PartitionStats(ctx)
 }
 
 // enqueue is POST /jobs with one job: it goes to its key's partition.

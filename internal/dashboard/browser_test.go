@@ -226,3 +226,31 @@ func waitCall(t *testing.T, acts *fakeActions, want string) {
 		}
 	}
 }
+
+// TestBrowserFallsBackToPolling: with every stream taken, the page still
+// shows the fleet and its changes, from /api/snapshot, and says it polls;
+// once a stream is free again it goes live.
+func TestBrowserFallsBackToPolling(t *testing.T) {
+	src := newFakeSource(sampleSnapshot(time.Now()))
+	d, err := New(Config{Source: src, MaxStreams: 1, MinInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocker, _ := d.hub.subscribe("203.0.113.9", false) // the only anonymous stream
+	p := openBrowser(t, d, 1280, 800)
+	p.Within(t, 10*time.Second, "first load, polling",
+		chromedp.Navigate(p.url),
+		visible(`#fleet-body tr.is-leader[data-worker="lockworker-2"]`),
+	)
+	if got := p.Eval(t, `document.getElementById('conn-text').textContent`); got != "Polling" {
+		t.Errorf("connection shows %q, want Polling", got)
+	}
+	src.set(func(s *Snapshot) { becomeLeader(s, time.Now()) })
+	p.Within(t, 10*time.Second, "a change reaching the polling page",
+		visible(`#fleet-body tr.is-leader[data-worker="lockworker-1"]`),
+	)
+	d.hub.unsubscribe(blocker)
+	p.Within(t, 35*time.Second, "the stream again (the page backs off up to 30s)",
+		chromedp.Poll[chromedp.Void](`document.getElementById('conn-text').textContent === 'Live'`),
+	)
+}

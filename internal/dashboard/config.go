@@ -45,9 +45,16 @@ type Config struct {
 	// WriteTimeout bounds one write to an /events client; a client that
 	// does not read for this long is dropped. Default 10s.
 	WriteTimeout time.Duration
-	// MaxStreams bounds concurrent /events streams; more get 503.
-	// Default 64.
+	// MaxStreams bounds concurrent anonymous /events streams; more get
+	// 503. Default 64.
 	MaxStreams int
+	// MaxStreamsPerClient bounds the anonymous /events streams of one
+	// client address (the connection's, proxies not trusted); more get
+	// 503. Default 4.
+	MaxStreamsPerClient int
+	// AdminStreams is how many streams past MaxStreams requests bearing
+	// AdminToken may open (no per-client bound for them). Default 8.
+	AdminStreams int
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -88,11 +95,17 @@ func (c *Config) validate() error {
 			*f.d = f.def
 		}
 	}
-	switch {
-	case c.MaxStreams < 0:
-		errs = append(errs, fmt.Errorf("dashboard: MaxStreams is %d, want > 0 (0 for the default 64)", c.MaxStreams))
-	case c.MaxStreams == 0:
-		c.MaxStreams = 64
+	for _, f := range []struct {
+		name string
+		n    *int
+		def  int
+	}{{"MaxStreams", &c.MaxStreams, 64}, {"MaxStreamsPerClient", &c.MaxStreamsPerClient, 4}, {"AdminStreams", &c.AdminStreams, 8}} {
+		switch {
+		case *f.n < 0:
+			errs = append(errs, fmt.Errorf("dashboard: %s is %d, want > 0 (0 for the default %d)", f.name, *f.n, f.def))
+		case *f.n == 0:
+			*f.n = f.def
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/chartsvg"
 	"github.com/lockworker/lockworker/internal/machine"
@@ -33,6 +35,22 @@ type Dashboard struct {
 	hub       *hub
 	kick      chan struct{} // an action asks Run for a push now
 	ran       atomic.Bool
+
+	// The snapshot every reader shares (latest): /api/snapshot, a new
+	// stream's first event and Run's pushes.
+	mu    sync.Mutex
+	gen   uint64 // bumped by invalidate
+	cache cached
+	reads singleflight.Group
+}
+
+// cached is one read of the Source, encoded: data, or err; read under
+// generation gen.
+type cached struct {
+	data []byte
+	err  error
+	at   time.Time
+	gen  uint64
 }
 
 // drawnChart lays the chart out once per process: the machine's chart is
@@ -62,7 +80,7 @@ func New(cfg Config) (*Dashboard, error) {
 		chartJSON: chart.json,
 		svg:       chart.svg,
 		red:       newRedactor(append([]string{cfg.AdminToken}, cfg.Secrets...)...),
-		hub:       newHub(cfg.MaxStreams),
+		hub:       newHub(cfg.MaxStreams, cfg.MaxStreamsPerClient, cfg.AdminStreams),
 		kick:      make(chan struct{}, 1),
 	}, nil
 }
@@ -128,7 +146,7 @@ func serveBytes(contentType string, b []byte) http.HandlerFunc {
 }
 
 func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	b, err := d.snapshotJSON(r.Context())
+	b, err := d.latest(context.WithoutCancel(r.Context())) // shared: not ended by one reader leaving
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": unavailable})
 		return
@@ -141,6 +159,41 @@ func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 // unavailable is all a client learns of a Source error: the error itself
 // may quote an address or a credential, so it is only logged.
 const unavailable = "data source unavailable"
+
+// latest is the shared snapshot, encoded and redacted. The Source is read
+// again only once the last read is invalidated (Run: a change notice, an
+// action, the refresh period) or older than RefreshInterval (a failed
+// read: MinInterval), and then once for all the readers that ask
+// meanwhile, whatever their number: a request's reader passes a context
+// that its leaving does not cancel, as the others wait on its read.
+func (d *Dashboard) latest(ctx context.Context) ([]byte, error) {
+	d.mu.Lock()
+	c, gen := d.cache, d.gen
+	d.mu.Unlock()
+	keep := d.cfg.RefreshInterval
+	if c.err != nil {
+		keep = d.cfg.MinInterval
+	}
+	if !c.at.IsZero() && c.gen == gen && time.Since(c.at) < keep {
+		return c.data, c.err
+	}
+	v, err, _ := d.reads.Do("", func() (any, error) {
+		b, err := d.snapshotJSON(ctx)
+		d.mu.Lock()
+		d.cache = cached{data: b, err: err, at: time.Now(), gen: gen}
+		d.mu.Unlock()
+		return b, err
+	})
+	b, _ := v.([]byte)
+	return b, err
+}
+
+// invalidate makes the next latest read the Source again.
+func (d *Dashboard) invalidate() {
+	d.mu.Lock()
+	d.gen++
+	d.mu.Unlock()
+}
 
 // snapshotJSON reads one snapshot and encodes it, redacted.
 func (d *Dashboard) snapshotJSON(parent context.Context) ([]byte, error) {
@@ -187,6 +240,7 @@ func (d *Dashboard) Run(ctx context.Context) error {
 		}
 		drain(changes) // notices that came while waiting are this push's
 		drain(d.kick)
+		d.invalidate()
 		last = time.Now()
 		if d.hub.count() > 0 {
 			d.hub.broadcast(d.event(ctx))

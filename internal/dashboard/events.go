@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"time"
 )
@@ -27,8 +28,11 @@ const reconnectMs = "2000"
 // The stream ends when the client goes away, when a write stalls for
 // WriteTimeout, or when Run returns.
 func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
-	sub, ok := d.hub.subscribe()
+	client, _, _ := net.SplitHostPort(r.RemoteAddr)
+	sub, ok := d.hub.subscribe(client, d.bearsAdminToken(r))
 	if !ok {
+		// The page falls back to polling /api/snapshot (the same snapshot).
+		w.Header().Set("Retry-After", "30")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "too many streams, or shutting down"})
 		return
 	}
@@ -49,7 +53,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush() == nil
 	}
 	// Subscribed first, so a change during this read is pushed after it.
-	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(r.Context())...)) {
+	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(context.WithoutCancel(r.Context()))...)) {
 		return
 	}
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
@@ -74,7 +78,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 // event is one SSE frame: a snapshot, or word that there is none.
 func (d *Dashboard) event(ctx context.Context) []byte {
 	var b bytes.Buffer
-	data, err := d.snapshotJSON(ctx)
+	data, err := d.latest(ctx)
 	if err != nil {
 		b.WriteString("event: unavailable\ndata: ")
 		data, _ = json.Marshal(map[string]any{"error": unavailable, "at": time.Now()})

@@ -6,29 +6,46 @@ import "sync"
 // most one pending push and a newer one replaces it: a slow client gets
 // the latest picture late, never a backlog, and never slows the others.
 type hub struct {
-	mu     sync.Mutex
-	subs   map[*subscriber]struct{}
-	max    int
-	closed bool
-	done   chan struct{} // closed when Run returns: streams end
+	mu        sync.Mutex
+	subs      map[*subscriber]struct{}
+	byClient  map[string]int // anonymous streams per client address
+	anon      int            // anonymous streams
+	max       int            // anonymous streams at most
+	perClient int            // anonymous streams of one client address
+	adminRoom int            // streams past max for the admin token's bearers
+	closed    bool
+	done      chan struct{} // closed when Run returns: streams end
 }
 
 type subscriber struct {
-	ch chan []byte // capacity 1: the latest push not yet written
+	ch     chan []byte // capacity 1: the latest push not yet written
+	client string      // its client's address
+	admin  bool        // its client bears the admin token
 }
 
-func newHub(maxSubs int) *hub {
-	return &hub{subs: map[*subscriber]struct{}{}, max: maxSubs, done: make(chan struct{})}
+func newHub(maxSubs, perClient, adminRoom int) *hub {
+	return &hub{subs: map[*subscriber]struct{}{}, byClient: map[string]int{}, max: maxSubs, perClient: perClient,
+		adminRoom: adminRoom, done: make(chan struct{})}
 }
 
-// subscribe adds a stream; false when the hub is full or closed.
-func (h *hub) subscribe() (*subscriber, bool) {
+// subscribe adds a stream of client (its address), or of the admin
+// token's bearer: those may take adminRoom streams past max, so a crowd
+// of anonymous streams never locks an operator out. False when there is
+// no room or the hub is closed.
+func (h *hub) subscribe(client string, admin bool) (*subscriber, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || len(h.subs) >= h.max {
+	switch {
+	case h.closed,
+		admin && len(h.subs) >= h.max+h.adminRoom,
+		!admin && (h.anon >= h.max || h.byClient[client] >= h.perClient):
 		return nil, false
 	}
-	s := &subscriber{ch: make(chan []byte, 1)}
+	s := &subscriber{ch: make(chan []byte, 1), client: client, admin: admin}
+	if !admin {
+		h.anon++
+		h.byClient[client]++
+	}
 	h.subs[s] = struct{}{}
 	return s, true
 }
@@ -36,6 +53,12 @@ func (h *hub) subscribe() (*subscriber, bool) {
 func (h *hub) unsubscribe(s *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.subs[s]; ok && !s.admin {
+		h.anon--
+		if h.byClient[s.client]--; h.byClient[s.client] == 0 {
+			delete(h.byClient, s.client)
+		}
+	}
 	delete(h.subs, s)
 }
 

@@ -34,7 +34,7 @@ func TestRunCoalesces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub, _ := d.hub.subscribe()
+		sub, _ := d.hub.subscribe("192.0.2.1", false)
 		stop := runInBubble(t, d)
 
 		src.notify()
@@ -107,7 +107,7 @@ func TestRunPushAfterAction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub, _ := d.hub.subscribe()
+		sub, _ := d.hub.subscribe("192.0.2.1", false)
 		stop := runInBubble(t, d)
 		defer stop()
 		if w := do(d.Handler(), "POST", "/api/queue/pause", testAdminToken); w.Code != 200 {
@@ -138,7 +138,7 @@ func TestRunClosedChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sub, _ := d.hub.subscribe()
+		sub, _ := d.hub.subscribe("192.0.2.1", false)
 		stop := runInBubble(t, d)
 		defer stop()
 		time.Sleep(time.Minute)
@@ -166,10 +166,10 @@ func TestRunTwice(t *testing.T) {
 // TestHubLatestWins: a stream that has not written its pending push gets
 // the newer one instead, never a backlog.
 func TestHubLatestWins(t *testing.T) {
-	h := newHub(2)
-	a, _ := h.subscribe()
-	b, _ := h.subscribe()
-	if _, ok := h.subscribe(); ok {
+	h := newHub(2, 2, 0)
+	a, _ := h.subscribe("192.0.2.1", false)
+	b, _ := h.subscribe("192.0.2.1", false)
+	if _, ok := h.subscribe("192.0.2.1", false); ok {
 		t.Error("a third stream was let in with a limit of 2")
 	}
 	h.broadcast([]byte("one"))
@@ -185,7 +185,7 @@ func TestHubLatestWins(t *testing.T) {
 	}
 	h.close()
 	h.close() // twice is fine
-	if _, ok := h.subscribe(); ok {
+	if _, ok := h.subscribe("192.0.2.1", false); ok {
 		t.Error("a stream was let in after close")
 	}
 }

@@ -41,6 +41,10 @@ type Snapshot struct {
 	Queue    Queue           `json:"queue"`
 	// History lists leaderships, newest first.
 	History []Leadership `json:"history"`
+	// Partitions lists every partition, by number, with its owner and
+	// token as the replicas' records say and its queue's figures, in a
+	// fleet of more than one partition; none without partitions.
+	Partitions []figures.Partition `json:"partitions,omitempty"`
 }
 
 // Self is the serving replica's own machine.

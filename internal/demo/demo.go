@@ -38,6 +38,9 @@ type Config struct {
 	Verbose bool
 	// Path is the replicas' PATH (they get no other variable of ours).
 	Path string
+	// Partitions, above 1, tells the story of a fleet sharing that many
+	// partitions (PARTITIONS) instead of the one lock's. Default 1.
+	Partitions int
 }
 
 // Run tells the product's story with real processes: Exe, started as
@@ -48,11 +51,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return errors.New("demo: Exe and Out are required")
 	}
 	out := &fleet.LockedWriter{W: cfg.Out}
-	d := &demo{ctx: ctx, exe: cfg.Exe, out: out, path: cfg.Path, start: time.Now(), fleet: fleet.New(ctx)}
+	d := &demo{ctx: ctx, exe: cfg.Exe, out: out, path: cfg.Path, parts: max(cfg.Partitions, 1), start: time.Now(), fleet: fleet.New(ctx)}
 	if cfg.Verbose {
 		d.logs = out
 	}
-	err := d.run()
+	run := d.run
+	if d.parts > 1 {
+		run = d.runPartitions
+	}
+	err := run()
 	d.shutdown()
 	if ctx.Err() != nil {
 		d.say("✗ interrupted: every replica and the Redis were stopped")
@@ -70,6 +77,7 @@ type demo struct {
 	start    time.Time
 	fleet    *fleet.Fleet
 	path     string // PATH for the replicas, to find nothing but what they exec
+	parts    int    // PARTITIONS
 	redisURL string
 	replicas []*fleet.Process
 	timeline []event
@@ -210,6 +218,9 @@ func (d *demo) env(extra ...string) []string {
 		env = append(env, "PATH="+d.path)
 	}
 	env = append(env, demoEnv...)
+	if d.parts > 1 {
+		env = append(env, fmt.Sprint("PARTITIONS=", d.parts))
+	}
 	return append(env, extra...)
 }
 
@@ -236,19 +247,27 @@ func (d *demo) startReplicas() error {
 // enqueue adds the jobs with `lockworker enqueue`, as a person would.
 func (d *demo) enqueue() error {
 	for i := range demoJobs {
-		p, err := d.fleet.Start(fleet.Spec{Name: "enqueue", Path: d.exe, Args: []string{"enqueue", fmt.Sprintf("job-%d", i+1)}, Env: d.env()})
-		if err != nil {
+		if err := d.enqueueOne(fmt.Sprintf("job-%d", i+1)); err != nil {
 			return err
-		}
-		ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
-		err = p.Wait(ctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("demo: lockworker enqueue: %v\n%s", err, p.Output())
 		}
 	}
 	d.mark("%d jobs enqueued", demoJobs)
 	d.say("▸ enqueued %d jobs with `lockworker enqueue` (each takes WORK_DURATION=800ms)", demoJobs)
+	return nil
+}
+
+// enqueueOne runs `lockworker enqueue args...`.
+func (d *demo) enqueueOne(args ...string) error {
+	p, err := d.fleet.Start(fleet.Spec{Name: "enqueue", Path: d.exe, Args: append([]string{"enqueue"}, args...), Env: d.env()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)
+	err = p.Wait(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("demo: lockworker enqueue: %v\n%s", err, p.Output())
+	}
 	return nil
 }
 

@@ -51,10 +51,14 @@ func (d *demo) waitExit(p *fleet.Process, limit time.Duration) error {
 }
 
 func (d *demo) poll(limit time.Duration, what string, cond func() bool) error {
+	return d.pollEvery(20*time.Millisecond, limit, what, cond)
+}
+
+func (d *demo) pollEvery(every, limit time.Duration, what string, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(d.ctx, limit)
 	defer cancel()
 	for !cond() {
-		if !backoff.Sleep(ctx, 20*time.Millisecond) {
+		if !backoff.Sleep(ctx, every) {
 			return fmt.Errorf("demo: waited %s for %s%s", limit, what, d.replicaLogs())
 		}
 	}

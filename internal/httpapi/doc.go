@@ -2,6 +2,11 @@
 // /metrics and, when a token is configured, POST /jobs: one job per request,
 // or one per line of an NDJSON body, all enqueued or none.
 //
+// ConnLimiter bounds the open connections (spares kept for the probes) and
+// sets the server's timeouts; the body bytes of POST /jobs in flight are
+// bounded across requests (Config.MaxBodyInFlight). What one client may
+// still hold is bounded by those.
+//
 // It shows nothing secret: no lock value, no Redis password, no job token.
 // It changes nothing about leadership; it only reads snapshots and enqueues.
 package httpapi

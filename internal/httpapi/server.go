@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/lines"
 )
@@ -116,6 +118,12 @@ type Config struct {
 	MaxBatchJobs int
 	// MaxBatchBytes bounds an NDJSON body; default 8 MiB.
 	MaxBatchBytes int64
+	// MaxBodyInFlight bounds the body bytes of POST /jobs being read and
+	// enqueued at once, across requests: each request reserves its
+	// Content-Length (or its route's bound when it has none) before it
+	// reads; one that finds no room gets 503 with Retry-After. At least
+	// MaxBatchBytes; default 32 MiB.
+	MaxBodyInFlight int64
 	// Dashboard, optional, serves everything the other routes do not: the
 	// page at GET / and its API (package dashboard).
 	Dashboard http.Handler
@@ -135,9 +143,9 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.JobsToken != "" && cfg.EnqueueMany == nil {
 		errs = append(errs, errors.New("httpapi: JobsToken is set but EnqueueMany is nil"))
 	}
-	if cfg.MaxJobBytes < 0 || cfg.MaxBatchJobs < 0 || cfg.MaxBatchBytes < 0 {
-		errs = append(errs, fmt.Errorf("httpapi: MaxJobBytes, MaxBatchJobs and MaxBatchBytes must not be negative, got %d, %d and %d",
-			cfg.MaxJobBytes, cfg.MaxBatchJobs, cfg.MaxBatchBytes))
+	if cfg.MaxJobBytes < 0 || cfg.MaxBatchJobs < 0 || cfg.MaxBatchBytes < 0 || cfg.MaxBodyInFlight < 0 {
+		errs = append(errs, fmt.Errorf("httpapi: MaxJobBytes, MaxBatchJobs, MaxBatchBytes and MaxBodyInFlight must not be negative, got %d, %d, %d and %d",
+			cfg.MaxJobBytes, cfg.MaxBatchJobs, cfg.MaxBatchBytes, cfg.MaxBodyInFlight))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -151,10 +159,16 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.MaxBatchBytes == 0 {
 		cfg.MaxBatchBytes = 8 << 20
 	}
+	if cfg.MaxBodyInFlight == 0 {
+		cfg.MaxBodyInFlight = 32 << 20
+	}
+	if cfg.MaxBodyInFlight < max(cfg.MaxBatchBytes, cfg.MaxJobBytes) {
+		return nil, fmt.Errorf("httpapi: MaxBodyInFlight (%d) is below the largest body (%d)", cfg.MaxBodyInFlight, max(cfg.MaxBatchBytes, cfg.MaxJobBytes))
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &server{cfg: cfg}
+	s := &server{cfg: cfg, bodies: semaphore.NewWeighted(cfg.MaxBodyInFlight)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -173,7 +187,10 @@ func New(cfg Config) (http.Handler, error) {
 	return mux, nil
 }
 
-type server struct{ cfg Config }
+type server struct {
+	cfg    Config
+	bodies *semaphore.Weighted // body bytes in flight (MaxBodyInFlight)
+}
 
 func (s *server) ready(w http.ResponseWriter, _ *http.Request) {
 	if s.cfg.Ready != nil && !s.cfg.Ready() {
@@ -195,6 +212,20 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 		return
 	}
+	bound := s.cfg.MaxJobBytes
+	if isNDJSON(r) {
+		bound = s.cfg.MaxBatchBytes
+	}
+	if r.ContentLength >= 0 && r.ContentLength < bound {
+		bound = r.ContentLength // a longer body is cut there by net/http
+	}
+	if !s.bodies.TryAcquire(bound) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close") // its unread body is not drained
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "too many request bodies in flight; retry later"})
+		return
+	}
+	defer s.bodies.Release(bound)
 	if isNDJSON(r) {
 		s.enqueueLines(w, r)
 		return

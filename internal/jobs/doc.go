@@ -11,7 +11,9 @@
 // written but fails with ErrNotReplicated. On a full Redis (noeviction,
 // maxmemory reached) it fails with ErrRedisFull and writes nothing. A Worker is
 // the leader's side: Process runs a Handler on each job under the
-// leadership's context and lease.
+// leadership's context and lease. A job that could not start because the
+// host is out of resources (ErrHostFault) costs no attempt; if that
+// persists, Process returns and the leadership goes to another replica.
 //
 // # Layout
 //

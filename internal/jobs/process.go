@@ -17,7 +17,9 @@ import (
 // runs the claimed jobs' handler one at a time, in enqueue order, then
 // records them with the next step: committed, or dead-lettered after
 // MaxAttempts failures (at once for a handler error wrapping
-// ErrPermanent). It returns nil once ctx is done, ErrLeaseInvalid when the
+// ErrPermanent). A job that could not start for want of host resources
+// (ErrHostFault) costs no attempt; HostFaultLimit of them in a row end
+// Process with that error. It returns nil once ctx is done, ErrLeaseInvalid when the
 // lease stops being valid first, and an error wrapping ErrStaleToken when
 // Redis, or the handler's own store, says a newer leader exists. Redis
 // errors are logged and retried with backoff, never returned.
@@ -37,6 +39,7 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 		wait       time.Duration // a failed job's retry delay, after its batch is recorded
 		size       = w.cfg.Batch // jobs to claim next
 		redisFails int
+		hostFaults int // jobs in a row that could not start (ErrHostFault)
 		paused     bool
 	)
 	for {
@@ -77,7 +80,22 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 			continue
 		}
 		var cut bool
-		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); err != nil {
+		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); errors.Is(err, ErrHostFault) {
+			// The job and the rest go back uncounted with the next step.
+			if hostFaults++; hostFaults < w.cfg.HostFaultLimit {
+				wait = w.cfg.Backoff.Delay(hostFaults)
+				log.Warn("a job could not start: the host is out of resources; it costs no attempt, retrying",
+					"hostFaults", hostFaults, "limit", w.cfg.HostFaultLimit, "retryInMs", wait.Milliseconds(), "err", err)
+				continue
+			}
+			log.Error("jobs cannot start: the host is out of resources; giving the leadership up",
+				"hostFaults", hostFaults, "err", err)
+			if ferr := w.flush(ctx, lease, b, log); ferr != nil {
+				return ferr
+			}
+			return err
+		}
+		if err != nil {
 			if errors.Is(err, ErrStaleToken) {
 				// The handler's store saw a newer token. Redis may not
 				// have (the step is fenced on its own): record the jobs
@@ -88,6 +106,7 @@ func (w *Worker) Process(ctx context.Context, lease Lease) error {
 			}
 			return err
 		}
+		hostFaults = 0
 		size = w.nextSize(size, len(s.claimed), len(b.done), cut)
 	}
 }
@@ -228,6 +247,9 @@ func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Lo
 	}
 	herr := w.run(ctx, e.job, lease, log)
 	switch {
+	case hostFault(herr) != nil && ctx.Err() == nil:
+		// Not the job's failure: given back as never started.
+		return nil, 0, fmt.Errorf("jobs: job %s: %w", e.job.ID, hostFault(herr))
 	case herr != nil && errors.Is(herr, ErrStaleToken):
 		// Not the job's failure: this leader is stale in its store's eyes.
 		log.Warn("the job's store rejected this leader's token as stale: giving the leadership up; the job is not counted as failed",

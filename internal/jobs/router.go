@@ -184,9 +184,8 @@ func (r *Router) PartitionStats(ctx context.Context) ([]figures.Queue, error) {
 	return out, nil
 }
 
-// Stats is the fleet's queue figures: every partition's summed, the
-// oldest pending job the oldest of all, the epoch the highest, paused
-// when any partition is.
+// Stats is the fleet's queue figures: every partition's, summed
+// (figures.Sum).
 func (r *Router) Stats(ctx context.Context) (figures.Queue, error) {
 	if len(r.queues) == 1 {
 		return r.queues[0].Stats(ctx)
@@ -195,16 +194,7 @@ func (r *Router) Stats(ctx context.Context) (figures.Queue, error) {
 	if err != nil {
 		return figures.Queue{}, err
 	}
-	var sum figures.Queue
-	for _, s := range parts {
-		sum.Pending += s.Pending
-		sum.Committed += s.Committed
-		sum.DeadLettered += s.DeadLettered
-		sum.Epoch = max(sum.Epoch, s.Epoch)
-		sum.Paused = sum.Paused || s.Paused
-		sum.OldestPendingMs = max(sum.OldestPendingMs, s.OldestPendingMs)
-	}
-	return sum, nil
+	return figures.Sum(parts), nil
 }
 
 // DeadLetters returns up to n dead letters of every partition, most

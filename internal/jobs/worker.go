@@ -37,6 +37,10 @@ type WorkerConfig struct {
 	// jobs again, unless Notify wakes it first. Default 500ms. A busy
 	// leader does not wait.
 	PollInterval time.Duration
+	// HostFaultLimit is how many host faults in a row (jobs that could
+	// not start: ErrHostFault) end the leadership. Default 5, spaced by
+	// Backoff.
+	HostFaultLimit int
 	// Logger receives the worker's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -98,6 +102,12 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 500 * time.Millisecond
+	}
+	if cfg.HostFaultLimit < 0 {
+		bad("HostFaultLimit must not be negative, got %d", cfg.HostFaultLimit)
+	}
+	if cfg.HostFaultLimit == 0 {
+		cfg.HostFaultLimit = 5
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -132,7 +132,8 @@ func TestStepDown(t *testing.T) {
 	}
 
 	// A lease whose deadline passed is no leadership given up.
-	short, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:stepdown:short").Lease(), TTL: 100 * time.Millisecond})
+	short, err := redislock.New(redislock.Config{Nodes: []redis.Scripter{s.Client()}, Keys: keyspace.MustNew("lw:stepdown:short").Lease(), TTL: time.Second,
+		NodeTimeout: 500 * time.Millisecond}) // generous: on a busy host the acquire itself may take a while
 	if err != nil {
 		t.Fatal(err)
 	}

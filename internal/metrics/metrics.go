@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/leader"
+	"github.com/lockworker/lockworker/internal/roster"
 )
 
 // Snapshot is read at scrape time.
@@ -19,6 +21,12 @@ type Snapshot struct {
 	Leader    bool
 	Token     int64
 	LeaseLeft time.Duration
+	// Leads are the partitions this replica leads, with their tokens, in a
+	// fleet of more than one partition: lockworker_partition_leader and
+	// lockworker_partition_fencing_token have a series for each, and none
+	// for the others (a fleet's series number its partitions, not its
+	// partitions times its replicas).
+	Leads []roster.Owned
 }
 
 // Config configures Metrics.
@@ -41,6 +49,13 @@ type Sources struct {
 	Snapshot func() Snapshot
 	// Queue is optional; it is called with a short timeout at scrape time.
 	Queue func(ctx context.Context) (figures.Queue, error)
+	// Partitions is optional, for a fleet of more than one partition:
+	// every partition's queue figures, by partition. When set it stands in
+	// for Queue, whose figures are their sum (figures.Sum): one read per
+	// scrape serves the fleet's figures and the lockworker_partition_*
+	// ones. Without it (one partition) no series carries a partition
+	// label: the fleet's figures are the partition's.
+	Partitions func(ctx context.Context) ([]figures.Queue, error)
 	// RedisOK is optional: whether this replica's last Redis call got an
 	// answer (lockworker_redis_up).
 	RedisOK func() bool
@@ -136,7 +151,10 @@ func (m *Metrics) Watch(src Sources) error {
 			Name: "lockworker_lease_remaining_seconds", Help: "Time left on the local lease deadline; 0 when not leading.",
 		}, func() float64 { return max(0, src.Snapshot().LeaseLeft.Seconds()) }),
 	)
-	if src.Queue != nil {
+	switch {
+	case src.Partitions != nil:
+		m.reg.MustRegister(&queueCollector{parts: src.Partitions}, leadsCollector(func() []roster.Owned { return src.Snapshot().Leads }))
+	case src.Queue != nil:
 		m.reg.MustRegister(&queueCollector{read: src.Queue})
 	}
 	if src.RedisOK != nil {
@@ -181,9 +199,13 @@ func (m *Metrics) ObserveRenew(d time.Duration, result leader.RenewResult) {
 	m.renew.WithLabelValues(result.String()).Observe(d.Seconds())
 }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format. A queue
+// read that fails (Redis down or slow) drops the queue's series from
+// that scrape, not the scrape: the replica's own series (leadership,
+// the partitions it leads, lockworker_redis_up) are what say what is
+// wrong, and a failed scrape would make its partitions look unowned.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 var (
@@ -196,10 +218,27 @@ var (
 		"How long the oldest pending job has waited since it was enqueued (Redis clock); 0 when none is pending.", nil, nil)
 )
 
+// The partitions' series, labelled with the partition's number.
+var (
+	partPendingDesc = prometheus.NewDesc("lockworker_partition_jobs_pending",
+		"Jobs of the partition enqueued and not yet committed.", []string{"partition"}, nil)
+	partOldestDesc = prometheus.NewDesc("lockworker_partition_jobs_oldest_pending_age_seconds",
+		"How long the partition's oldest pending job has waited since it was enqueued (Redis clock); 0 when none is pending.",
+		[]string{"partition"}, nil)
+	partPausedDesc = prometheus.NewDesc("lockworker_partition_queue_paused",
+		"1 for a partition whose queue an operator paused; no series for the others.", []string{"partition"}, nil)
+	partLeaderDesc = prometheus.NewDesc("lockworker_partition_leader",
+		"1 for each partition this replica leads (valid lease, work running); no series for the others.", []string{"partition"}, nil)
+	partTokenDesc = prometheus.NewDesc("lockworker_partition_fencing_token",
+		"Fencing token of this replica's leadership of the partition, for each partition it leads.", []string{"partition"}, nil)
+)
+
 // queueCollector reads the queue figures from Redis at scrape time, so
-// every replica reports the same fleet-wide numbers.
+// every replica reports the same fleet-wide numbers: with parts, each
+// partition's too, from the same read.
 type queueCollector struct {
-	read func(ctx context.Context) (figures.Queue, error)
+	read  func(ctx context.Context) (figures.Queue, error)
+	parts func(ctx context.Context) ([]figures.Queue, error)
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -209,12 +248,27 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- epochDesc
 	ch <- pausedDesc
 	ch <- oldestDesc
+	if c.parts != nil {
+		ch <- partPendingDesc
+		ch <- partOldestDesc
+		ch <- partPausedDesc
+	}
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	q, err := c.read(ctx)
+	var q figures.Queue
+	var err error
+	if c.parts != nil {
+		var parts []figures.Queue
+		if parts, err = c.parts(ctx); err == nil {
+			q = figures.Sum(parts)
+			collectPartitions(ch, parts)
+		}
+	} else {
+		q, err = c.read(ctx)
+	}
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(pendingDesc, err)
 		return
@@ -225,6 +279,34 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(epochDesc, prometheus.GaugeValue, float64(q.Epoch))
 	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, boolFloat(q.Paused))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, float64(q.OldestPendingMs)/1000)
+}
+
+// collectPartitions sends each partition's queue figures.
+func collectPartitions(ch chan<- prometheus.Metric, parts []figures.Queue) {
+	for p, q := range parts {
+		n := strconv.Itoa(p)
+		ch <- prometheus.MustNewConstMetric(partPendingDesc, prometheus.GaugeValue, float64(q.Pending), n)
+		ch <- prometheus.MustNewConstMetric(partOldestDesc, prometheus.GaugeValue, float64(q.OldestPendingMs)/1000, n)
+		if q.Paused {
+			ch <- prometheus.MustNewConstMetric(partPausedDesc, prometheus.GaugeValue, 1, n)
+		}
+	}
+}
+
+// leadsCollector reports the partitions this replica leads.
+type leadsCollector func() []roster.Owned
+
+func (c leadsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- partLeaderDesc
+	ch <- partTokenDesc
+}
+
+func (c leadsCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, o := range c() {
+		n := strconv.Itoa(o.Partition)
+		ch <- prometheus.MustNewConstMetric(partLeaderDesc, prometheus.GaugeValue, 1, n)
+		ch <- prometheus.MustNewConstMetric(partTokenDesc, prometheus.GaugeValue, float64(o.Token), n)
+	}
 }
 
 func boolFloat(b bool) float64 {

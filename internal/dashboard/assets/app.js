@@ -40,6 +40,21 @@
     return e;
   }
 
+  // swap replaces parent's children only when they changed (relative times
+  // aside, tickTimes keeps those): a snapshot that changes nothing there must
+  // not take a button from under a click that is landing on it.
+  function swap(parent, ...kids) {
+    const old = parent.children;
+    if (old.length === kids.length && kids.every((k, i) => sig(k) === sig(old[i]))) return;
+    parent.replaceChildren(...kids);
+  }
+
+  function sig(n) {
+    const c = n.cloneNode(true);
+    for (const r of c.querySelectorAll('.rel')) r.textContent = '';
+    return new XMLSerializer().serializeToString(c); // compared only, never parsed back
+  }
+
   function svgEl(tag, attrs) {
     const e = document.createElementNS(SVG_NS, tag);
     for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
@@ -91,6 +106,14 @@
 
   const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
 
+  // fmtMs says a wait in milliseconds: "850ms", "12.3s", "4m 5s", "2h 3m".
+  function fmtMs(ms) {
+    if (ms < 1000) return ms + 'ms';
+    if (ms < 60000) return (ms / 1000).toFixed(1) + 's';
+    const m = Math.floor(ms / 60000);
+    return m < 60 ? m + 'm ' + Math.floor(ms % 60000 / 1000) + 's' : Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
+  }
+
   // Connection
 
   function setConn(kind, text) {
@@ -107,11 +130,30 @@
 
   let source = null;
   let retryMs = 2000;
+  let poller = null;
+
+  // While the server refuses the stream (too many), the page polls
+  // api/snapshot: the same shared snapshot, so it costs the server nothing
+  // more. A stream that opens again ends the polling.
+  async function pollSnapshot() {
+    try {
+      const res = await fetch('api/snapshot', { cache: 'no-store' });
+      if (!res.ok) throw new Error('status ' + res.status);
+      snap = await res.json();
+      setConn('wait', 'Polling');
+      banner('');
+      render();
+    } catch (e) {
+      setConn('down', 'Disconnected');
+    }
+  }
 
   function connect() {
     source = new EventSource('events');
     source.addEventListener('open', () => {
       retryMs = 2000;
+      clearInterval(poller);
+      poller = null;
       setConn('live', 'Live');
     });
     source.addEventListener('snapshot', (ev) => {
@@ -132,6 +174,10 @@
       if (source.readyState === EventSource.CLOSED) {
         setConn('down', 'Disconnected');
         source = null;
+        if (!poller) {
+          pollSnapshot();
+          poller = setInterval(pollSnapshot, 5000);
+        }
         setTimeout(connect, retryMs + Math.random() * 1000);
         retryMs = Math.min(retryMs * 2, 30000);
       } else {
@@ -206,7 +252,7 @@
 
   function renderRecent() {
     const items = ((snap.self || {}).transitions || []).slice(-RECENT).reverse();
-    $('recent').replaceChildren(...items.map((t, i) => {
+    swap($('recent'), ...items.map((t, i) => {
       const at = parseTime(t.at);
       return el('li', { class: i === 0 ? 'newest' : '', title: at ? at.toLocaleString() : '' },
         t.from, el('span', { class: 'arrow', text: '→' }), t.to, ' · ' + t.trigger);
@@ -218,7 +264,10 @@
   function render() {
     if (!snap) return;
     const replicas = snap.replicas || [];
-    const leader = replicas.find((r) => r.leader);
+    const parts = snap.partitions || [];
+    // With partitions, each replica leads some; the leader card and the
+    // step-down button are about the one lock, so they stand aside.
+    const leader = parts.length ? null : replicas.find((r) => r.leader);
     const queue = snap.queue || {};
     const self = snap.self || {};
 
@@ -228,6 +277,12 @@
     $('leader-sub').replaceChildren(...(leader
       ? [(leader.host || '?') + ' · leading for ', rel(term ? parseTime(term.started) : null, true)]
       : ['no replica holds the lock']));
+    $('leader-label').textContent = parts.length ? 'Partitions' : 'Leader';
+    if (parts.length) {
+      const owned = parts.filter((p) => p.owner).length;
+      $('leader-name').textContent = owned + ' of ' + parts.length;
+      $('leader-sub').textContent = 'owned, by ' + replicas.filter((r) => r.leader).length + ' replicas';
+    }
     $('queue-pending').textContent = fmtInt(queue.pending);
     $('queue-committed').textContent = fmtInt(queue.committed);
     $('queue-rate').textContent = (Number(queue.ratePerSec) || 0).toFixed(1) + ' jobs/s';
@@ -239,7 +294,8 @@
     $('self-state').textContent = self.state || '—';
     $('read-at').textContent = clock(parseTime(snap.readAt));
 
-    renderFleet(replicas, self.workerId);
+    renderFleet(replicas, self.workerId, parts.length > 0);
+    renderPartitions(parts);
     renderDead(queue);
     renderHistory(snap.history || [], leader);
     renderActions(leader, queue);
@@ -247,29 +303,50 @@
     renderRecent();
   }
 
-  function renderFleet(replicas, selfId) {
-    const leader = replicas.find((r) => r.leader);
+  // renderFleet lists the replicas; with partitions (split), the token
+  // column says how many partitions each one owns.
+  function renderFleet(replicas, selfId, split) {
+    const leader = split ? null : replicas.find((r) => r.leader);
     $('fleet-meta').textContent = replicas.length + (replicas.length === 1 ? ' replica' : ' replicas') +
-      (leader ? ' · leader ' + leader.workerId : ' · no leader');
+      (split ? '' : leader ? ' · leader ' + leader.workerId : ' · no leader');
+    $('fleet-token-head').textContent = split ? 'Partitions' : 'Token';
     if (!replicas.length) {
-      $('fleet-body').replaceChildren(el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
+      swap($('fleet-body'), el('tr', {}, el('td', { colspan: 9, class: 'dim', text: 'No live replica has reported.' })));
       return;
     }
-    $('fleet-body').replaceChildren(...replicas.map((r) => el('tr', {
+    swap($('fleet-body'), ...replicas.map((r) => el('tr', {
       class: r.leader ? 'is-leader' : '',
       'data-worker': r.workerId,
     },
     el('td', { class: 'worker' }, r.workerId,
-      r.leader ? el('span', { class: 'badge badge-leader', text: 'leader' }) : null,
+      r.leader && !split ? el('span', { class: 'badge badge-leader', text: 'leader' }) : null,
       r.workerId === selfId ? el('span', { class: 'badge badge-self', text: 'this page' }) : null),
     el('td', { text: r.host || '—' }),
     el('td', { class: 'num', text: r.pid ? String(r.pid) : '—' }),
     el('td', { class: 'mono', text: r.version || '—' }),
     el('td', {}, el('span', { class: 'pill', text: r.state || '—' })),
-    el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
+    split
+      ? el('td', { class: 'num owned', text: String((r.partitions || []).length) })
+      : el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
     el('td', {}, rel(parseTime(r.since))),
     el('td', { class: 'num', text: fmtInt(r.jobsDone) }),
     el('td', { class: r.lastError ? 'err' : 'dim', title: r.lastError || '', text: r.lastError || '—' }))));
+  }
+
+  function renderPartitions(parts) {
+    $('partitions-panel').hidden = !parts.length;
+    const free = parts.filter((p) => !p.owner).length;
+    $('partitions-meta').textContent = parts.length + ' partitions · ' + (free ? free + ' without an owner' : 'every one owned');
+    swap($('partitions-body'), ...parts.map((p) => el('tr', {
+      class: p.owner ? '' : 'is-free', 'data-partition': p.partition, 'data-owner': p.owner,
+    },
+    el('td', { class: 'num mono', text: String(p.partition) }),
+    el('td', { class: p.owner ? 'worker' : 'err', text: p.owner || 'no owner' }),
+    el('td', { class: 'num mono' + (p.owner ? ' token-cell' : ' dim'), text: p.owner ? '#' + p.token : '—' }),
+    el('td', { class: 'num', text: fmtInt(p.pending) }),
+    el('td', { class: p.pending ? 'oldest' : 'dim', text: p.pending ? fmtMs(p.oldestPendingMs) : '—' }),
+    el('td', { class: 'num', text: fmtInt(p.committed) }),
+    el('td', {}, p.paused ? el('span', { class: 'badge badge-paused', text: 'paused' }) : el('span', { class: 'dim', text: 'running' })))));
   }
 
   function renderDead(queue) {
@@ -277,10 +354,10 @@
     const total = queue.deadLettered || dead.length;
     $('dead-meta').textContent = total > dead.length ? 'latest ' + dead.length + ' of ' + total : (total ? total + ' total' : '');
     if (!dead.length) {
-      $('dead-body').replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'dim', text: 'No dead letters.' })));
+      swap($('dead-body'), el('tr', {}, el('td', { colspan: 6, class: 'dim', text: 'No dead letters.' })));
       return;
     }
-    $('dead-body').replaceChildren(...dead.map((d) => el('tr', { 'data-job': d.id },
+    swap($('dead-body'), ...dead.map((d) => el('tr', { 'data-job': d.id },
       el('td', { class: 'job', title: d.id, text: d.id }),
       el('td', { class: 'err', text: d.error || '—' }),
       el('td', { class: 'num', text: String(d.attempts ?? '—') }),
@@ -294,10 +371,10 @@
   function renderHistory(history, leader) {
     $('history-meta').textContent = history.length ? history.length + ' leaderships' : '';
     if (!history.length) {
-      $('history').replaceChildren(el('li', { class: 'dim', text: 'No leadership recorded yet.' }));
+      swap($('history'), el('li', { class: 'dim', text: 'No leadership recorded yet.' }));
       return;
     }
-    $('history').replaceChildren(...history.map((h, i) => {
+    swap($('history'), ...history.map((h, i) => {
       const started = parseTime(h.started);
       const reason = h.previousEnded || '';
       const prev = history[i + 1];
@@ -346,7 +423,9 @@
     const la = [], qa = [];
     if (admin && leader) {
       la.push(actionButton('stepdown', 'Step down', 'btn btn-small btn-danger', () => {
-        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + leader.workerId + ' to step down');
+        // The leader when clicked: swap may have kept this button from an earlier one.
+        const cur = ((snap && snap.replicas) || []).find((r) => r.leader);
+        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + (cur ? cur.workerId : 'the leader') + ' to step down');
       }));
     }
     if (admin) {
@@ -354,8 +433,8 @@
         ? actionButton('resume', 'Resume', 'btn btn-small btn-primary', () => act('resume', 'api/queue/resume', () => 'Queue resumed'))
         : actionButton('pause', 'Pause', 'btn btn-small', () => act('pause', 'api/queue/pause', () => 'Queue paused')));
     }
-    $('leader-actions').replaceChildren(...la);
-    $('queue-actions').replaceChildren(...qa);
+    swap($('leader-actions'), ...la);
+    swap($('queue-actions'), ...qa);
   }
 
   async function act(key, url, success) {

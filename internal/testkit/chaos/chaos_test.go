@@ -20,6 +20,7 @@ var (
 	seed   = flag.Uint64("chaos.seed", 0, "seed of the fault sequence; 0 picks one from the clock")
 	faults = flag.Int("chaos.faults", 0, "number of faults; default 50 short, 200 long")
 	batch  = flag.Int("chaos.batch", 0, "the replicas' JOB_BATCH; default the daemon's")
+	parts  = flag.Int("chaos.partitions", 1, "the replicas' PARTITIONS (jobs then carry ordering keys)")
 )
 
 // binary and writer are the lockworker and chaoswriter built once for the
@@ -82,7 +83,7 @@ func cluster(t *testing.T) chaos.ClusterConfig {
 // over every fault, and at least one stale write rejected.
 func TestChaos(t *testing.T) {
 	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, Faults: *faults, Logf: t.Logf}
-	cfg.Cluster.Batch = *batch
+	cfg.Cluster.Batch, cfg.Cluster.Partitions = *batch, *parts
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
@@ -97,7 +98,33 @@ func TestChaos(t *testing.T) {
 		cfg.Cluster.Renew = 600 * time.Millisecond
 		cfg.Cluster.Retry = 400 * time.Millisecond
 	}
-	t.Logf("seed %d (rerun: -chaos.seed=%d)", cfg.Seed, cfg.Seed)
+	t.Logf("seed %d (rerun: -chaos.seed=%d -chaos.partitions=%d)", cfg.Seed, cfg.Seed, *parts)
+	checkRun(t, cfg)
+}
+
+// TestChaosPartitions is TestChaos, short, with eight partitions shared by
+// the three replicas: each partition's tokens and each key's order are
+// checked (fencecheck.CheckPartitions). make chaos runs the long one.
+func TestChaosPartitions(t *testing.T) {
+	if *long {
+		t.Skip("the long run is TestChaos only (make chaos PARTITIONS=8)")
+	}
+	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, Faults: *faults, Logf: t.Logf}
+	cfg.Cluster.Batch, cfg.Cluster.Partitions = *batch, 8
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.Faults == 0 {
+		cfg.Faults = 12 // every kind twice
+	}
+	t.Logf("seed %d (rerun: -run TestChaosPartitions -chaos.seed=%d)", cfg.Seed, cfg.Seed)
+	checkRun(t, cfg)
+}
+
+// checkRun runs cfg and fails on any violation, or when no stale write was
+// rejected or fewer faults than asked were injected.
+func checkRun(t *testing.T, cfg chaos.Config) {
+	t.Helper()
 	sum, err := chaos.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)

@@ -51,6 +51,8 @@ type ClusterConfig struct {
 	// LogDir, if set, receives each process's output (<name>.log) on
 	// Close. Replicas log at debug level.
 	LogDir string
+	// Partitions is PARTITIONS. Default 1.
+	Partitions int
 }
 
 // Cluster is Redis nodes, replicas and the proxies between them: every
@@ -120,6 +122,9 @@ func (c *ClusterConfig) defaults() error {
 	}
 	if c.Batch == 0 {
 		c.Batch = jobs.DefaultBatch
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 1
 	}
 	return nil
 }
@@ -208,6 +213,7 @@ func (c *Cluster) startWorker(s *slot) error {
 		// dead-lettered merely because faults kept hitting it.
 		"JOB_MAX_ATTEMPTS=100000",
 		"JOB_BATCH=" + strconv.Itoa(c.cfg.Batch),
+		"PARTITIONS=" + strconv.Itoa(c.cfg.Partitions),
 		"LOG_LEVEL=debug",
 		StoreEnv + "=" + c.coord.URL(),
 		WorkEnv + "=" + c.cfg.Work.String(),
@@ -231,21 +237,88 @@ func (c *Cluster) Queue() (*jobs.Queue, error) {
 	})
 }
 
+// Router returns the enqueuer's view of every partition's queue on node
+// 0 (with one partition, Queue's); hold nodesMu for reading while using it.
+func (c *Cluster) Router() (*jobs.Router, error) {
+	queues := make([]*jobs.Queue, c.cfg.Partitions)
+	for p := range queues {
+		q, err := jobs.New(jobs.Config{Client: c.nodes[0].client, Keys: keys.Partition(p, c.cfg.Partitions), Partition: p})
+		if err != nil {
+			return nil, err
+		}
+		queues[p] = q
+	}
+	return jobs.NewRouter(queues, c.nodes[0].client, true)
+}
+
 // Leader returns the running, unpaused replica that says it leads with the
-// highest token, or nil.
+// highest token, or nil. With partitions: the one that leads the most.
 func (c *Cluster) Leader(ctx context.Context) (*slot, int64) {
-	var best *slot
-	var tok int64
+	var best lead
+	n := map[*slot]int{} // partitions led, by replica
+	for _, l := range c.leads(ctx) {
+		n[l.s]++
+		if best.s == nil || (c.cfg.Partitions == 1 && l.token > best.token) || n[l.s] > n[best.s] {
+			best = l
+		}
+	}
+	return best.s, best.token
+}
+
+// lead is one partition's leadership as its replica reports it in
+// /status (partition 0 without partitions).
+type lead struct {
+	s     *slot
+	part  int
+	token int64
+}
+
+// leads lists the leaderships the running, unpaused replicas report.
+func (c *Cluster) leads(ctx context.Context) []lead {
+	var out []lead
 	for _, s := range c.slots {
 		if s.paused || s.proc.Exited() {
 			continue
 		}
 		st, err := s.proc.Status(ctx)
-		if err == nil && st.Leader && (best == nil || st.Token > tok) {
-			best, tok = s, st.Token
+		if err != nil || !st.Leader {
+			continue
+		}
+		if c.cfg.Partitions == 1 {
+			out = append(out, lead{s: s, token: st.Token})
+			continue
+		}
+		for _, l := range st.Leads {
+			out = append(out, lead{s: s, part: l.Partition, token: l.Token})
 		}
 	}
-	return best, tok
+	return out
+}
+
+// waitLead polls leads until there is one or limit passes, and picks one:
+// without partitions the leader's (the highest token), with them one
+// partition's at random.
+func (c *Cluster) waitLead(ctx context.Context, limit time.Duration, rng interface{ IntN(int) int }) (lead, bool) {
+	deadline := time.Now().Add(limit)
+	for {
+		ls := c.leads(ctx)
+		if len(ls) > 0 {
+			if c.cfg.Partitions > 1 {
+				return ls[rng.IntN(len(ls))], true
+			}
+			best := ls[0]
+			for _, l := range ls[1:] {
+				if l.token > best.token {
+					best = l
+				}
+			}
+			return best, true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return lead{}, false
+		}
+		backoff.Sleep(ctx, 20*time.Millisecond)
+	}
 }
 
 // SignalLeader sends sig to the current leader (see Leader) and returns

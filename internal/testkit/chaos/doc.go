@@ -18,6 +18,18 @@
 // own, so one replica's links can be cut or slowed, and a node can restart
 // on a new port behind a stable address.
 //
+// # Partitions
+//
+// With ClusterConfig.Partitions above 1 the replicas share that many
+// partitions (PARTITIONS). Jobs then carry ordering keys (Config.KeysPer
+// per partition, cycled) and Config.Backlog jobs are kept queued in each
+// partition; the writer reports its partition and key, the store fences
+// each partition on its own, and the history is judged by
+// fencecheck.CheckPartitions (order per partition and per key, fencing per
+// partition, no job under another partition's token). A fault aimed at
+// "the leader" picks one partition's leader at random and waits for that
+// partition to move; pexpire expires that partition's lock.
+//
 // # Faults
 //
 // Dealt one at a time from a shuffled deck of the six kinds (each comes up
@@ -35,7 +47,7 @@
 //
 // # Guaranteed
 //
-//   - Run reports every violation fencecheck.Check finds in the whole
+//   - Run reports every violation fencecheck.CheckPartitions finds in the whole
 //     history once all jobs are committed and every replica has exited
 //     (so no writer is left to write after the check), and counts the
 //     store's rejections of stale writes.

@@ -34,7 +34,8 @@ var Kinds = []Kind{Kill9, Pause, LinkCut, LinkDelay, RedisRestart, Expire}
 type fault struct {
 	kind   Kind
 	target string
-	leader bool      // the target was the leader
+	leader bool      // the target was the leader (of partition part)
+	part   int       // the partition it led (0 without partitions)
 	token  int64     // its token then
 	healed time.Time // when the cluster was whole again
 }
@@ -46,23 +47,24 @@ type injector struct {
 	ttl time.Duration
 }
 
-// target picks the leader most of the time, another replica otherwise.
-func (in *injector) target(ctx context.Context) (*slot, int64, bool) {
+// target picks the leader (with partitions, a partition's leader) most of
+// the time, another replica otherwise.
+func (in *injector) target(ctx context.Context) (lead, bool) {
 	if in.rng.IntN(5) > 0 {
-		if s, tok := in.c.WaitLeader(ctx, 5*in.ttl); s != nil {
-			return s, tok, true
+		if l, ok := in.c.waitLead(ctx, 5*in.ttl, in.rng); ok {
+			return l, true
 		}
 	}
-	s := in.c.slots[in.rng.IntN(len(in.c.slots))]
-	return s, 0, false
+	return lead{s: in.c.slots[in.rng.IntN(len(in.c.slots))]}, false
 }
 
-// takeover waits (bounded) until the store accepted a write with a token
-// above tok: another leader has worked since the fault began.
-func (in *injector) takeover(ctx context.Context, tok int64) bool {
+// takeover waits (bounded) until the store accepted a write of partition
+// part with a token above tok: another leader of it has worked since the
+// fault began.
+func (in *injector) takeover(ctx context.Context, part int, tok int64) bool {
 	deadline := time.Now().Add(10*in.ttl + 10*time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if r, ok := in.c.coord.Store().Last(); ok && r.Token > tok {
+		if r, ok := in.c.coord.Store().LastIn(part); ok && r.Token > tok {
 			return true
 		}
 		backoff.Sleep(ctx, 10*time.Millisecond)
@@ -73,9 +75,9 @@ func (in *injector) takeover(ctx context.Context, tok int64) bool {
 // holdFor keeps a fault on a replica in place: until another leader has
 // worked when the replica led, else for one to two TTLs (the outage's
 // length, not a wait for anything).
-func (in *injector) holdFor(ctx context.Context, leader bool, tok int64) {
+func (in *injector) holdFor(ctx context.Context, leader bool, part int, tok int64) {
 	if leader {
-		in.takeover(ctx, tok)
+		in.takeover(ctx, part, tok)
 		return
 	}
 	backoff.Sleep(ctx, in.ttl+time.Duration(in.rng.Int64N(int64(in.ttl))))
@@ -100,8 +102,9 @@ func (in *injector) inject(ctx context.Context, k Kind) (fault, error) {
 }
 
 func (in *injector) kill9(ctx context.Context) (fault, error) {
-	s, tok, leader := in.target(ctx)
-	f := fault{kind: Kill9, target: s.name, leader: leader, token: tok}
+	l, leader := in.target(ctx)
+	s := l.s
+	f := fault{kind: Kill9, target: s.name, leader: leader, part: l.part, token: l.token}
 	if err := s.proc.Kill(); err != nil {
 		return f, err
 	}
@@ -119,12 +122,12 @@ func (in *injector) kill9(ctx context.Context) (fault, error) {
 // The replica is resumed once that write landed or the writer is gone.
 func (in *injector) pause(ctx context.Context) (fault, error) {
 	// Always the leader when there is one: this is the fault that must bite.
-	s, tok := in.c.WaitLeader(ctx, 5*in.ttl)
-	leader := s != nil
+	l, leader := in.c.waitLead(ctx, 5*in.ttl, in.rng)
 	if !leader {
-		s = in.c.slots[in.rng.IntN(len(in.c.slots))]
+		l.s = in.c.slots[in.rng.IntN(len(in.c.slots))]
 	}
-	f := fault{kind: Pause, target: s.name, leader: leader, token: tok}
+	s := l.s
+	f := fault{kind: Pause, target: s.name, leader: leader, part: l.part, token: l.token}
 	var b Begin
 	trap := in.c.coord.Arm(s.name)
 	if leader {
@@ -139,7 +142,7 @@ func (in *injector) pause(ctx context.Context) (fault, error) {
 		if err := in.c.pause(s, 0); err != nil {
 			return f, err
 		}
-		in.holdFor(ctx, leader, tok)
+		in.holdFor(ctx, leader, l.part, l.token)
 		f.healed = time.Now()
 		return f, in.c.resume(s)
 	}
@@ -151,7 +154,8 @@ func (in *injector) pause(ctx context.Context) (fault, error) {
 		_ = in.c.resume(s)
 		return f, err
 	}
-	in.takeover(ctx, b.Token)
+	f.part, f.token = b.Partition, b.Token // the job caught: its partition must move
+	in.takeover(ctx, b.Partition, b.Token)
 	n := len(in.c.coord.Store().History())
 	_ = syscall.Kill(b.PID, syscall.SIGCONT)
 	in.lateWrite(ctx, b, n)
@@ -186,8 +190,9 @@ func alive(pid int) bool {
 // link applies a toxic to the target's links: to every node (a partition of
 // the replica) or, one time in four, to one node only.
 func (in *injector) link(ctx context.Context, k Kind, toxic string) (fault, error) {
-	s, tok, leader := in.target(ctx)
-	f := fault{kind: k, target: s.name, leader: leader, token: tok}
+	l, leader := in.target(ctx)
+	s := l.s
+	f := fault{kind: k, target: s.name, leader: leader, part: l.part, token: l.token}
 	proxies := s.proxies
 	if len(proxies) > 1 && in.rng.IntN(4) == 0 {
 		i := in.rng.IntN(len(proxies))
@@ -200,7 +205,7 @@ func (in *injector) link(ctx context.Context, k Kind, toxic string) (fault, erro
 			return f, fmt.Errorf("chaos: toxic on %s: %w", p.Name, err)
 		}
 	}
-	in.holdFor(ctx, leader, tok)
+	in.holdFor(ctx, leader, l.part, l.token)
 	for _, p := range proxies {
 		if err := p.Toxics.RemoveToxic(ctx, "chaos"); err != nil {
 			return f, fmt.Errorf("chaos: remove toxic on %s: %w", p.Name, err)
@@ -238,6 +243,7 @@ func (in *injector) redisRestart(ctx context.Context) (fault, error) {
 
 // expire makes the lock key vanish early on a majority of nodes, as a clock
 // jump on those nodes would, while the leader still believes it holds it.
+// With partitions it is one partition's lock, a led one when there is one.
 func (in *injector) expire(ctx context.Context) (fault, error) {
 	nodes := in.c.nodes
 	if len(nodes) > 1 {
@@ -249,12 +255,22 @@ func (in *injector) expire(ctx context.Context) (fault, error) {
 		}
 	}
 	f := fault{kind: Expire, target: fmt.Sprintf("%d of %d nodes", len(nodes), len(in.c.nodes))}
-	if s, tok := in.c.Leader(ctx); s != nil {
+	parts := in.c.cfg.Partitions
+	if parts > 1 {
+		if ls := in.c.leads(ctx); len(ls) > 0 {
+			l := ls[in.rng.IntN(len(ls))]
+			f.leader, f.part, f.token = true, l.part, l.token
+			f.target += fmt.Sprintf(" (lock of partition %d, %s)", l.part, l.s.name)
+		} else {
+			f.part = in.rng.IntN(parts)
+			f.target += fmt.Sprintf(" (lock of partition %d)", f.part)
+		}
+	} else if s, tok := in.c.Leader(ctx); s != nil {
 		f.leader, f.token = true, tok
 		f.target += " (lock of " + s.name + ")"
 	}
 	for _, n := range nodes {
-		if err := n.client.PExpire(ctx, keys.Lease().Lock(), time.Millisecond).Err(); err != nil {
+		if err := n.client.PExpire(ctx, keys.Partition(f.part, parts).Lock(), time.Millisecond).Err(); err != nil {
 			return f, fmt.Errorf("chaos: pexpire on redis%d: %w", n.idx, err)
 		}
 	}

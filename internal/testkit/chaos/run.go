@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/partition"
 	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
@@ -30,9 +31,13 @@ type Config struct {
 	Kinds []Kind
 	// Unfenced switches the store's fencing off (see fencecheck.Config).
 	Unfenced bool
-	// Backlog is how many jobs are kept queued while faults are injected,
-	// so a leader always has work. Default 16.
+	// Backlog is how many jobs are kept queued in each partition while
+	// faults are injected, so every leader always has work. Default 16
+	// without partitions, 4 with.
 	Backlog int
+	// KeysPer is how many ordering keys each partition's jobs cycle
+	// through, with partitions (without, jobs have no key). Default 4.
+	KeysPer int
 	// Logf, if set, is told of each fault.
 	Logf func(format string, args ...any)
 }
@@ -49,6 +54,9 @@ type KindStats struct {
 type Summary struct {
 	Seed   uint64
 	Faults int
+	// Partitions is PARTITIONS, Keys the ordering keys the jobs used (0
+	// without partitions).
+	Partitions, Keys int
 	// Batch is the replicas' JOB_BATCH, which CheckBatch allows a new
 	// leader to redo.
 	Batch         int
@@ -86,9 +94,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	defer c.Close()
-	sum.Batch = c.cfg.Batch
+	sum.Batch, sum.Partitions = c.cfg.Batch, c.cfg.Partitions
 	in := &injector{c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), ttl: c.cfg.TTL}
-	enq := startEnqueuer(ctx, c, cfg.Backlog)
+	keysOf := partitionKeys(c.cfg.Partitions, cfg.KeysPer)
+	for _, ks := range keysOf {
+		sum.Keys += len(ks)
+	}
+	enq := startEnqueuer(ctx, c, cfg.Backlog, keysOf)
 	defer enq.stop()
 	if !waitFor(ctx, 30*time.Second, func() bool { _, ok := coord.Store().Last(); return ok }) {
 		return sum, fail(c, "chaos: no job was done within 30s of the start")
@@ -103,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, err
 	}
 	drained := waitFor(ctx, 60*time.Second, func() bool {
-		q, err := c.Queue()
+		q, err := c.Router()
 		if err != nil {
 			return false
 		}
@@ -114,9 +126,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return sum, fail(c, "chaos: liveness: the queue did not drain within 60s after the last fault")
 	}
 	c.StopWorkers(ctx)
-	sum.Jobs = jobs
+	sum.Jobs = len(jobs)
 	sum.Accepted, sum.Rejected = coord.Store().Counts()
-	sum.summarize(coord.Store().History(), phase, phaseEnd)
+	sum.summarize(coord.Store().History(), jobs, phase, phaseEnd)
 	sum.Wall = time.Since(start)
 	return sum, nil
 }
@@ -130,6 +142,12 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.Backlog == 0 {
 		cfg.Backlog = 16
+		if cfg.Cluster.Partitions > 1 {
+			cfg.Backlog = 4
+		}
+	}
+	if cfg.KeysPer == 0 {
+		cfg.KeysPer = 4
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -165,8 +183,12 @@ func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum
 			return fail(in.c, fmt.Sprintf("chaos: liveness: no leader worked within 60s after fault %d (%s on %s) healed", i+1, k, f.target))
 		}
 		sum.record(k, f.leader, back)
-		cfg.Logf("fault %d/%d: %s on %s (leader=%v, token %d); a leader worked %s after the heal",
-			i+1, cfg.Faults, k, f.target, f.leader, f.token, back.Round(time.Millisecond))
+		of := ""
+		if in.c.cfg.Partitions > 1 {
+			of = fmt.Sprintf("partition %d, ", f.part)
+		}
+		cfg.Logf("fault %d/%d: %s on %s (leader=%v, %stoken %d); a leader worked %s after the heal",
+			i+1, cfg.Faults, k, f.target, f.leader, of, f.token, back.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -189,19 +211,22 @@ func (s *Summary) record(k Kind, onLeader bool, back time.Duration) {
 	s.Faults++
 }
 
-// summarize checks the history and counts leader changes and the worst gap
-// between accepted writes during the fault phase.
-func (s *Summary) summarize(h []fencecheck.Record, phase, phaseEnd time.Time) {
-	s.Violations = fencecheck.CheckBatch(h, s.Jobs, s.Batch)
+// summarize checks the history and counts leader changes (with
+// partitions, of each partition's leader) and the worst gap between
+// accepted writes during the fault phase.
+func (s *Summary) summarize(h []fencecheck.Record, jobs []fencecheck.Job, phase, phaseEnd time.Time) {
+	s.Violations = fencecheck.CheckPartitions(h, jobs, s.Batch)
 	var prev *fencecheck.Record
+	tokenOf := map[int]int64{} // partition -> token of its last accepted write
 	for i := range h {
 		r := &h[i]
 		if !r.Accepted {
 			continue
 		}
-		if prev != nil && r.Token != prev.Token {
+		if tok, ok := tokenOf[r.Partition]; ok && r.Token != tok {
 			s.LeaderChanges++
 		}
+		tokenOf[r.Partition] = r.Token
 		if prev != nil && !r.At.Before(phase) && !prev.At.After(phaseEnd) {
 			s.WorstGap = max(s.WorstGap, r.At.Sub(prev.At))
 		}
@@ -213,19 +238,19 @@ func (s *Summary) summarize(h []fencecheck.Record, phase, phaseEnd time.Time) {
 // stops at the first error: an enqueue that failed may have been applied,
 // and retrying it could enqueue a number twice.
 type enqueuer struct {
-	jobs     int // enqueued; the enqueuer's until it is stopped
+	jobs     []fencecheck.Job // enqueued, by seq; the enqueuer's until it is stopped
 	err      error
 	stopCh   chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
 }
 
-func startEnqueuer(ctx context.Context, c *Cluster, backlog int) *enqueuer {
+func startEnqueuer(ctx context.Context, c *Cluster, backlog int, keysOf [][]string) *enqueuer {
 	e := &enqueuer{stopCh: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
 		for {
-			if e.err = topUp(ctx, c, &e.jobs, backlog); e.err != nil {
+			if e.err = topUp(ctx, c, &e.jobs, backlog, keysOf); e.err != nil {
 				return
 			}
 			select {
@@ -248,35 +273,66 @@ func (e *enqueuer) failed() error {
 	}
 }
 
-// stop stops the enqueuer, waits for it, and returns how many jobs it
-// enqueued and the error it stopped on, if any.
-func (e *enqueuer) stop() (int, error) {
+// stop stops the enqueuer, waits for it, and returns the jobs it enqueued
+// and the error it stopped on, if any.
+func (e *enqueuer) stop() ([]fencecheck.Job, error) {
 	e.stopOnce.Do(func() { close(e.stopCh) })
 	<-e.done
 	return e.jobs, e.err
 }
 
-// topUp enqueues jobs, numbered from *jobs on, until backlog are pending.
-func topUp(ctx context.Context, c *Cluster, jobs *int, backlog int) error {
+// topUp enqueues jobs, numbered from len(*jobs) on, until backlog are
+// pending in each partition; with partitions each partition's jobs cycle
+// through its keys (keysOf), so every key has a queue of its own to keep
+// in order.
+func topUp(ctx context.Context, c *Cluster, jobs *[]fencecheck.Job, backlog int, keysOf [][]string) error {
 	c.nodesMu.RLock()
 	defer c.nodesMu.RUnlock()
-	q, err := c.Queue()
+	r, err := c.Router()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	st, err := q.Stats(ctx)
+	stats, err := r.PartitionStats(ctx)
 	if err != nil {
 		return fmt.Errorf("chaos: queue stats: %w", err)
 	}
-	for i := st.Pending; i < int64(backlog); i++ {
-		if _, err := q.Enqueue(ctx, "", []byte(strconv.Itoa(*jobs))); err != nil {
-			return fmt.Errorf("chaos: enqueue job %d: %w", *jobs, err)
+	for p, st := range stats {
+		for i := st.Pending; i < int64(backlog); i++ {
+			var j fencecheck.Job
+			if len(stats) > 1 {
+				ks := keysOf[p]
+				j = fencecheck.Job{Key: ks[len(*jobs)%len(ks)], Partition: p}
+			}
+			seq := len(*jobs)
+			if _, _, err := r.Enqueue(ctx, j.Key, []byte(strconv.Itoa(seq))); err != nil {
+				return fmt.Errorf("chaos: enqueue job %d: %w", seq, err)
+			}
+			*jobs = append(*jobs, j)
 		}
-		*jobs++
 	}
 	return nil
+}
+
+// partitionKeys picks ordering keys ("k0", "k1", ...) for each of n
+// partitions, per of each by partition.Of; nil without partitions.
+func partitionKeys(n, per int) [][]string {
+	if n <= 1 {
+		return nil
+	}
+	out := make([][]string, n)
+	for i, full := 0, 0; full < n; i++ {
+		k := "k" + strconv.Itoa(i)
+		p := partition.Of(k, n)
+		if len(out[p]) < per {
+			out[p] = append(out[p], k)
+			if len(out[p]) == per {
+				full++
+			}
+		}
+	}
+	return out
 }
 
 // fail describes a run that could not go on, with the end of the store's
@@ -311,6 +367,10 @@ func (s Summary) Table() string {
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "seed\t%d\n", s.Seed)
 	fmt.Fprintf(w, "faults\t%d\n", s.Faults)
+	fmt.Fprintf(w, "PARTITIONS\t%d\n", max(s.Partitions, 1))
+	if s.Keys > 0 {
+		fmt.Fprintf(w, "ordering keys\t%d\n", s.Keys)
+	}
 	fmt.Fprintf(w, "JOB_BATCH\t%d\n", s.Batch)
 	fmt.Fprintf(w, "leader changes\t%d\n", s.LeaderChanges)
 	fmt.Fprintf(w, "jobs\t%d\n", s.Jobs)
@@ -401,7 +461,7 @@ func staleRound(ctx context.Context, in *injector, n int) (Round, error) {
 	if err != nil {
 		return Round{}, err
 	}
-	if !in.takeover(ctx, b.Token) {
+	if !in.takeover(ctx, b.Partition, b.Token) {
 		return Round{}, fail(c, fmt.Sprintf("chaos: round %d: no replica took over from %s", n, s.name))
 	}
 	before := len(coord.Store().History())

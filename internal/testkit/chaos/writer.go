@@ -30,8 +30,8 @@ const (
 )
 
 // RunWriter is the job: run by the exec handler with the job's sequence
-// number on stdin and the LOCKWORKER_* variables in its environment, it
-// reports a Begin (where a test may hold it), works for CHAOS_WORK, then writes its effect to the
+// number on stdin and the LOCKWORKER_* variables in its environment (its
+// partition, key and that partition's token among them), it reports a Begin (where a test may hold it), works for CHAOS_WORK, then writes its effect to the
 // fenced store. It exits 0 when the store accepted the write, 3 when it was
 // rejected as stale and 1 on any other error. It has no timeout of its own:
 // SIGTERM from the daemon, when leadership ends, ends it.
@@ -56,12 +56,18 @@ func RunWriter(stdin io.Reader, stderr io.Writer) int {
 		return fail(fmt.Errorf("LOCKWORKER_FENCING_TOKEN: %w", err))
 	}
 	attempt, _ := strconv.Atoi(os.Getenv("LOCKWORKER_JOB_ATTEMPT"))
+	part, err := strconv.Atoi(os.Getenv("LOCKWORKER_PARTITION"))
+	if err != nil {
+		return fail(fmt.Errorf("LOCKWORKER_PARTITION: %w", err))
+	}
 	w := fencecheck.Write{
-		Worker:  os.Getenv("LOCKWORKER_WORKER_ID"),
-		Token:   token,
-		JobID:   os.Getenv("LOCKWORKER_JOB_ID"),
-		Seq:     seq,
-		Attempt: attempt,
+		Worker:    os.Getenv("LOCKWORKER_WORKER_ID"),
+		Token:     token,
+		JobID:     os.Getenv("LOCKWORKER_JOB_ID"),
+		Seq:       seq,
+		Attempt:   attempt,
+		Partition: part,
+		Key:       os.Getenv("LOCKWORKER_KEY"),
 	}
 	url := os.Getenv(StoreEnv)
 	ctx := context.Background()

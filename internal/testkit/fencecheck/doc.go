@@ -5,7 +5,7 @@
 // A write carries the worker that made it, its fencing token, the job's ID
 // and the job's sequence number (its position in enqueue order, 0-based).
 // With fencing on, Store.Write rejects a token below the highest token it
-// has accepted, as a store guarding a real side effect would; every write,
+// has accepted (in the write's partition), as a store guarding a real side effect would; every write,
 // accepted or rejected, is recorded in arrival order. Handler puts the store
 // behind HTTP so other processes can write to it.
 //
@@ -41,6 +41,17 @@
 // last b jobs or the next one, and the new leader goes on from there in
 // order. A redo reaching further back, a skip inside it, or a redo under
 // the same token is still a violation.
+//
+// # Partitions
+//
+// A write also names its partition (the one whose token it carries) and
+// its job's ordering key. The store fences each partition on its own:
+// tokens of different partitions are unrelated. CheckPartitions judges a
+// partitioned queue: each partition as CheckBatch judges a queue (its jobs
+// in its own enqueue order, its tokens strictly increasing from one
+// leadership to the next in commit order), plus WrongPartition (a job
+// committed under another partition's token) and KeyReordered (two jobs of
+// one key taking effect out of enqueue order).
 //
 // # What it does not do
 //

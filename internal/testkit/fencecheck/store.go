@@ -18,6 +18,12 @@ type Write struct {
 	Seq int `json:"seq"`
 	// Attempt is the queue's delivery count, for people reading a history.
 	Attempt int `json:"attempt,omitempty"`
+	// Partition is the partition whose leadership Token belongs to
+	// (LOCKWORKER_PARTITION); 0 without partitions. Tokens of different
+	// partitions are unrelated, so the store fences each on its own.
+	Partition int `json:"partition,omitempty"`
+	// Key is the job's ordering key (LOCKWORKER_KEY), "" for none.
+	Key string `json:"key,omitempty"`
 }
 
 // Record is a write as the store saw it.
@@ -29,7 +35,8 @@ type Record struct {
 	At time.Time `json:"at"`
 	// Accepted is false for a write rejected as stale.
 	Accepted bool `json:"accepted"`
-	// Highest is the highest accepted token before this write.
+	// Highest is the highest accepted token of the write's partition
+	// before this write.
 	Highest int64 `json:"highest"`
 }
 
@@ -42,13 +49,14 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Store is a fenced store that records every write. It is safe for
-// concurrent use.
+// Store is a fenced store that records every write. It keeps a fence per
+// partition (Write.Partition), as a store guarding a partitioned queue's
+// effects would. It is safe for concurrent use.
 type Store struct {
 	cfg Config
 
 	mu       sync.Mutex
-	highest  int64
+	highest  map[int]int64 // by partition
 	history  []Record
 	accepted int
 }
@@ -58,19 +66,21 @@ func NewStore(cfg Config) *Store {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Store{cfg: cfg}
+	return &Store{cfg: cfg, highest: map[int]int64{}}
 }
 
 // Write applies w unless fencing is on and w.Token is below the highest
-// token accepted so far (an equal token is the same leadership writing
-// again). It records w either way and returns the record.
+// token accepted so far in w's partition (an equal token is the same
+// leadership writing again). It records w either way and returns the
+// record.
 func (s *Store) Write(w Write) Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Record{Write: w, Index: len(s.history), At: s.cfg.Now(), Highest: s.highest}
-	r.Accepted = s.cfg.Unfenced || w.Token >= s.highest
+	high := s.highest[w.Partition]
+	r := Record{Write: w, Index: len(s.history), At: s.cfg.Now(), Highest: high}
+	r.Accepted = s.cfg.Unfenced || w.Token >= high
 	if r.Accepted {
-		s.highest = max(s.highest, w.Token)
+		s.highest[w.Partition] = max(high, w.Token)
 		s.accepted++
 	}
 	s.history = append(s.history, r)
@@ -92,12 +102,20 @@ func (s *Store) Counts() (accepted, rejected int) {
 }
 
 // Last returns the last accepted write and whether there is one.
-func (s *Store) Last() (Record, bool) {
+func (s *Store) Last() (Record, bool) { return s.last(func(Record) bool { return true }) }
+
+// LastIn returns the last accepted write of partition p and whether there
+// is one.
+func (s *Store) LastIn(p int) (Record, bool) {
+	return s.last(func(r Record) bool { return r.Partition == p })
+}
+
+func (s *Store) last(match func(Record) bool) (Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.history) - 1; i >= 0; i-- {
-		if s.history[i].Accepted {
-			return s.history[i], true
+		if r := s.history[i]; r.Accepted && match(r) {
+			return r, true
 		}
 	}
 	return Record{}, false

@@ -1,0 +1,112 @@
+package fencecheck_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
+)
+
+// pw is a write of job seq (of jobs) by the leader of partition part with
+// token token; the key is the job's.
+func pw(jobs []fencecheck.Job, worker string, part int, token int64, seq int) fencecheck.Write {
+	return fencecheck.Write{Worker: worker, Token: token, JobID: "j" + string(rune('a'+seq)), Seq: seq,
+		Partition: part, Key: jobs[seq].Key}
+}
+
+// TestCheckPartitions: each partition is judged on its own, in its own
+// order and by its own tokens, and the checker refuses what the partition
+// model forbids: a job committed under another partition's token, and two
+// jobs of one key taking effect out of enqueue order.
+func TestCheckPartitions(t *testing.T) {
+	// Keys a and c are partition 0's, b partition 1's; enqueue order:
+	// a0 b1 a2 c3 b4 a5.
+	jobs := []fencecheck.Job{{"a", 0}, {"b", 1}, {"a", 0}, {"c", 0}, {"b", 1}, {"a", 0}}
+	p0 := func(worker string, token int64, seqs ...int) []fencecheck.Write {
+		var out []fencecheck.Write
+		for _, s := range seqs {
+			out = append(out, pw(jobs, worker, 0, token, s))
+		}
+		return out
+	}
+	p1 := func(worker string, token int64, seqs ...int) []fencecheck.Write {
+		var out []fencecheck.Write
+		for _, s := range seqs {
+			out = append(out, pw(jobs, worker, 1, token, s))
+		}
+		return out
+	}
+	// x writes job seq under partition part's token, whatever the job's.
+	x := func(worker string, part int, token int64, seq int) []fencecheck.Write {
+		return []fencecheck.Write{pw(jobs, worker, part, token, seq)}
+	}
+	cat := func(parts ...[]fencecheck.Write) []fencecheck.Write { return slices.Concat(parts...) }
+	for _, c := range []struct {
+		name   string
+		fenced bool
+		writes []fencecheck.Write
+		want   []fencecheck.Kind
+	}{
+		{"two partitions in parallel", true, cat(p1("w", 1, 1), p0("v", 1, 0, 2), p1("w", 1, 4), p0("v", 1, 3, 5)), nil},
+		// The same token number in two partitions is two leaderships.
+		{"equal tokens of two partitions, two workers", true, cat(p0("v", 3, 0, 2, 3), p1("w", 3, 1, 4), p0("v", 3, 5)), nil},
+		{"handover with a redo in one partition", true, cat(p0("v", 1, 0, 2), p1("w", 1, 1), p0("u", 2, 2, 3, 5), p1("w", 1, 4)), nil},
+		{"stale write of a partition rejected", true, cat(p0("v", 1, 0), p0("u", 2, 0, 2, 3), p0("v", 1, 2), p1("w", 1, 1, 4), p0("u", 2, 5)), nil},
+		// A lower token of another partition is no stale write.
+		{"tokens compared within a partition only", true, cat(p0("v", 9, 0, 2), p1("w", 1, 1, 4), p0("v", 9, 3, 5)), nil},
+
+		{"job committed under another partition's token", true,
+			cat(p0("v", 1, 0), p1("w", 1, 1), x("w", 1, 1, 2), p0("v", 1, 2, 3, 5), p1("w", 1, 4)),
+			[]fencecheck.Kind{fencecheck.WrongPartition}},
+		{"job committed only under another partition's token", true,
+			cat(p0("v", 1, 0), p1("w", 1, 1), x("w", 1, 1, 2), p0("v", 1, 3, 5), p1("w", 1, 4)),
+			[]fencecheck.Kind{fencecheck.WrongPartition, fencecheck.Lost}},
+		// Jobs 2 and 5 of key a swapped (job 3, key c, between them).
+		{"reorder within one key", true,
+			cat(p0("v", 1, 0), p1("w", 1, 1, 4), p0("v", 1, 5, 3, 2)),
+			[]fencecheck.Kind{fencecheck.Lost, fencecheck.Reordered, fencecheck.KeyReordered, fencecheck.Reordered}},
+		{"new leader of a partition starts over", true,
+			cat(p0("v", 1, 0, 2, 3), p1("w", 1, 1, 4), p0("u", 2, 0, 5)),
+			[]fencecheck.Kind{fencecheck.Reordered, fencecheck.Reordered}},
+		{"stale write of a partition accepted", false,
+			cat(p0("v", 1, 0), p0("u", 2, 0, 2, 3), p0("v", 1, 2), p1("w", 1, 1, 4), p0("u", 2, 5)),
+			[]fencecheck.Kind{fencecheck.TokenDecreased}},
+		{"token of a partition reused by another worker", true,
+			cat(p0("v", 1, 0, 2), p0("u", 1, 3, 5), p1("w", 1, 1, 4)),
+			[]fencecheck.Kind{fencecheck.TokenReused, fencecheck.TokenReused}},
+		{"a partition's job lost", true, cat(p0("v", 1, 0, 2, 3, 5), p1("w", 1, 1)), []fencecheck.Kind{fencecheck.Lost}},
+		{"key not the job's", true,
+			cat(p0("v", 1, 0), []fencecheck.Write{{Worker: "w", Token: 1, JobID: "jb", Seq: 1, Partition: 1, Key: "z"}}, p1("w", 1, 1), p0("v", 1, 2, 3, 5), p1("w", 1, 4)),
+			[]fencecheck.Kind{fencecheck.Mismatch}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			vs := fencecheck.CheckPartitions(history(c.fenced, c.writes...), jobs, 1)
+			if got := kinds(vs); !slices.Equal(got, c.want) {
+				t.Fatalf("violations = %v, want %v\n%v", got, c.want, vs)
+			}
+			for _, v := range vs {
+				if v.Record.Index >= 0 && v.Record.Key != jobs[v.Record.Seq].Key && v.Kind != fencecheck.Mismatch {
+					t.Fatalf("violation names seq %d (key %q), not its job: %v", v.Record.Seq, v.Record.Key, v)
+				}
+			}
+		})
+	}
+}
+
+// Without partitions (every job partition 0, no keys) CheckPartitions is
+// CheckBatch.
+func TestCheckPartitionsOfOne(t *testing.T) {
+	jobs := make([]fencecheck.Job, 3)
+	for _, ws := range [][]fencecheck.Write{
+		{w(1, 0), w(1, 1), w(2, 1), w(2, 2)},
+		{w(1, 0), w(1, 2), w(1, 1)},
+		{w(1, 0), w(2, 0), w(1, 1), w(2, 1)},
+	} {
+		for _, fenced := range []bool{true, false} {
+			h := history(fenced, ws...)
+			if got, want := fencecheck.CheckPartitions(h, jobs, 1), fencecheck.CheckBatch(h, 3, 1); !slices.Equal(kinds(got), kinds(want)) {
+				t.Fatalf("%v: CheckPartitions %v, CheckBatch %v", ws, got, want)
+			}
+		}
+	}
+}
