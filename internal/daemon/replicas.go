@@ -41,7 +41,7 @@ func (s *replicaShortage) note(lane int, err error) {
 	}
 	s.mu.Lock()
 	before := s.masters()
-	if isRe && re.Short() {
+	if shortOfReplicas(err) {
 		s.lanes[lane] = re
 	} else {
 		delete(s.lanes, lane)
@@ -59,6 +59,14 @@ func (s *replicaShortage) note(lane int, err error) {
 				"master", m, "minReplicas", e.Min)
 		}
 	}
+}
+
+// shortOfReplicas: err is an acquire refused for a master short of
+// replicas, which replicaShortage has said at WARN; its retries are then
+// routine, like a follower's (their transitions at DEBUG).
+func shortOfReplicas(err error) bool {
+	var re *redislock.ReplicasError
+	return errors.As(err, &re) && re.Short()
 }
 
 // masters is the short masters by address, each with its latest

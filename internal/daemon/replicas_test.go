@@ -57,6 +57,11 @@ func TestClusterWithoutReplicas(t *testing.T) {
 			t.Errorf("the WARN line does not say %q: %s", want, warn)
 		}
 	}
+	for line := range strings.SplitSeq(logs[strings.Index(logs, shortageWarn):], "\n") {
+		if strings.Contains(line, "trigger=ACQUIRE_FAILED") && !strings.Contains(line, "level=DEBUG") {
+			t.Fatalf("a retry after the WARN logged above DEBUG: %s", line)
+		}
+	}
 	if r.leads() != 0 {
 		t.Fatal("a replica leads on a Cluster without replicas")
 	}
