@@ -112,7 +112,7 @@ func (d *Daemon) newMachine(l *lane) (*machine.Machine, error) {
 		},
 		RenewInterval: d.cfg.RenewInterval,
 		RetryDelay:    l.leader.RetryDelay,
-		Held:          func(err error) bool { return leader.HeldByAnother(err) || shortOfReplicas(err) },
+		Held:          func(err error) bool { return leader.HeldByAnother(err) || d.replicas.said(err) },
 		Logger:        l.log,
 		OnTransition:  func(from, to machine.State, tr machine.Trigger) { d.onTransition(l, from, to, tr) },
 		Resident:      d.partitioned(),

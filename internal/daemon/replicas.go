@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lockworker/lockworker/internal/redislock"
 )
@@ -18,16 +19,30 @@ import (
 // default is REDIS_MIN_REPLICAS=1). It says so once per master at WARN,
 // and on /readyz and /status while it lasts; a lane's entry clears when
 // its acquire succeeds, finds the lock held (someone could lead), or
-// fails its WAIT with enough replicas online.
+// fails its WAIT with enough replicas online. A shortage counts once it
+// has lasted shortageGrace: a master just promoted by a failover has no
+// replica until the old one has resynced, which is no misconfiguration.
 type replicaShortage struct {
 	log *slog.Logger
+	now func() time.Time
 
-	mu    sync.Mutex
-	lanes map[int]*redislock.ReplicasError // lane -> the shortage its last acquire met
+	mu     sync.Mutex
+	lanes  map[int]shortage // lane -> the shortage its acquires meet
+	warned map[string]bool  // masters said at WARN, until they clear
+}
+
+// shortageGrace is how long a master must stay short of replicas before
+// it is said (a failover's resync takes seconds; a Cluster created
+// without replicas stays short for ever).
+const shortageGrace = 5 * time.Second
+
+type shortage struct {
+	err   *redislock.ReplicasError // the latest
+	since time.Time                // the first of the run
 }
 
 func newReplicaShortage(log *slog.Logger) *replicaShortage {
-	return &replicaShortage{log: log, lanes: map[int]*redislock.ReplicasError{}}
+	return &replicaShortage{log: log, now: time.Now, lanes: map[int]shortage{}, warned: map[string]bool{}}
 }
 
 // note is lane's acquire result. Other errors (Redis does not answer, the
@@ -40,41 +55,69 @@ func (s *replicaShortage) note(lane int, err error) {
 		return
 	}
 	s.mu.Lock()
-	before := s.masters()
 	if shortOfReplicas(err) {
-		s.lanes[lane] = re
+		was, ok := s.lanes[lane]
+		if !ok {
+			was.since = s.now()
+		}
+		s.lanes[lane] = shortage{err: re, since: was.since}
 	} else {
 		delete(s.lanes, lane)
 	}
-	after := s.masters()
-	s.mu.Unlock()
-	for m, e := range after {
-		if _, ok := before[m]; !ok {
-			s.log.Warn(shortageMsg(e), "master", e.Master, "onlineReplicas", e.Online, "minReplicas", e.Min)
+	now := s.masters()
+	var warn []*redislock.ReplicasError
+	var cleared []string
+	for m, e := range now {
+		if !s.warned[m] {
+			s.warned[m] = true
+			warn = append(warn, e)
 		}
 	}
-	for m, e := range before {
-		if _, ok := after[m]; !ok {
-			s.log.Info("a Redis master that lacked replicas takes acknowledged epoch bumps again: this replica may lead",
-				"master", m, "minReplicas", e.Min)
+	for m := range s.warned {
+		if _, ok := now[m]; !ok {
+			delete(s.warned, m)
+			cleared = append(cleared, m)
 		}
+	}
+	s.mu.Unlock()
+	for _, e := range warn {
+		s.log.Warn(shortageMsg(e), "master", e.Master, "onlineReplicas", e.Online, "minReplicas", e.Min)
+	}
+	for _, m := range cleared {
+		s.log.Info("a Redis master that lacked replicas takes acknowledged epoch bumps again: this replica may lead",
+			"master", m)
 	}
 }
 
 // shortOfReplicas: err is an acquire refused for a master short of
-// replicas, which replicaShortage has said at WARN; its retries are then
-// routine, like a follower's (their transitions at DEBUG).
+// replicas.
 func shortOfReplicas(err error) bool {
 	var re *redislock.ReplicasError
 	return errors.As(err, &re) && re.Short()
 }
 
-// masters is the short masters by address, each with its latest
-// shortage; s.mu must be held.
+// said: err is an acquire refused for a master whose shortage has been
+// said at WARN; its retries are then routine, like a follower's (their
+// transitions at DEBUG).
+func (s *replicaShortage) said(err error) bool {
+	var re *redislock.ReplicasError
+	if !errors.As(err, &re) || !re.Short() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.warned[re.Master]
+}
+
+// masters is the masters short of replicas for shortageGrace at least,
+// by address, each with its latest shortage; s.mu must be held.
 func (s *replicaShortage) masters() map[string]*redislock.ReplicasError {
 	out := map[string]*redislock.ReplicasError{}
+	now := s.now()
 	for _, e := range s.lanes {
-		out[e.Master] = e
+		if now.Sub(e.since) >= shortageGrace {
+			out[e.err.Master] = e.err
+		}
 	}
 	return out
 }

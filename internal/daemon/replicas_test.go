@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redisopt"
+	"github.com/lockworker/lockworker/internal/tail"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -128,4 +131,35 @@ func addReplica(t *testing.T, master string) {
 		info, err := mc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "state=online")
 	})
+}
+
+// TestReplicaShortageGrace: a master short of replicas for less than
+// shortageGrace (a failover's resync) is not said; past it, once at WARN
+// however many acquires meet it, and on /readyz's reason; an acquire that
+// succeeds clears it, with one INFO line.
+func TestReplicaShortageGrace(t *testing.T) {
+	logs := &tail.Buffer{}
+	s := newReplicaShortage(slog.New(slog.NewTextHandler(logs, nil)))
+	now := time.Unix(1000, 0)
+	s.now = func() time.Time { return now }
+	short := &redislock.ReplicasError{Master: "10.0.0.1:6379", Online: 0, Min: 1, Err: redislock.ErrReplicas}
+	for range 4 {
+		s.note(0, short)
+		now = now.Add(time.Second)
+	}
+	if s.err() != nil || s.said(short) || strings.Contains(logs.String(), "WARN") {
+		t.Fatalf("said within the grace: %v\n%s", s.err(), logs)
+	}
+	for range 5 {
+		s.note(0, short)
+		now = now.Add(time.Second)
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !s.said(short) || s.err() == nil ||
+		!strings.Contains(s.err().Error(), "Redis master 10.0.0.1:6379 has 0 online replica(s)") {
+		t.Fatalf("past the grace: %d WARN lines, err %v\n%s", n, s.err(), logs)
+	}
+	s.note(0, nil)
+	if s.err() != nil || !strings.Contains(logs.String(), "level=INFO") {
+		t.Fatalf("not cleared by a successful acquire: %v\n%s", s.err(), logs)
+	}
 }
