@@ -55,6 +55,7 @@ type Daemon struct {
 	changes  chan struct{}  // the dashboard's Source.Changes
 	checked  chan struct{}  // closed once the partition count is checked
 	eviction *evictionGuard // no leadership on a Redis that evicts keys
+	replicas *replicaShortage
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -99,6 +100,7 @@ func (d *Daemon) assemble() error {
 		Charts: d.be.Partitions}); err != nil {
 		return err
 	}
+	d.replicas = newReplicaShortage(d.log)
 	d.eviction = newEvictionGuard(d.be.EvictionPolicies, evictionCheckInterval(cfg), cfg.RedisNodeTimeout, d.log)
 	d.eviction.safeNow = func() {
 		for _, l := range d.lanes {

@@ -72,7 +72,8 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	if d.beat != nil {
 		lock = d.beat.lock(p, l.lock)
 	}
-	lock = gatedLock{Lock: lock, open: d.checked, allow: d.eviction.allow}
+	lock = gatedLock{Lock: lock, open: d.checked, allow: d.eviction.allow,
+		acquired: func(err error) { d.replicas.note(p, err) }}
 	l.leader, err = leader.New(leader.Config{
 		Lock: lock, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
 		Work:     work,
@@ -111,7 +112,7 @@ func (d *Daemon) newMachine(l *lane) (*machine.Machine, error) {
 		},
 		RenewInterval: d.cfg.RenewInterval,
 		RetryDelay:    l.leader.RetryDelay,
-		Held:          leader.HeldByAnother,
+		Held:          func(err error) bool { return leader.HeldByAnother(err) || d.replicas.said(err) },
 		Logger:        l.log,
 		OnTransition:  func(from, to machine.State, tr machine.Trigger) { d.onTransition(l, from, to, tr) },
 		Resident:      d.partitioned(),
@@ -140,8 +141,9 @@ var errUnchecked = errors.New("daemon: the partition count is not checked yet: R
 // not known yet: evictionGuard).
 type gatedLock struct {
 	leader.Lock
-	open  <-chan struct{}
-	allow func() error
+	open     <-chan struct{}
+	allow    func() error
+	acquired func(err error) // the result of every acquire sent to Redis
 }
 
 func (g gatedLock) Acquire(ctx context.Context, workerID string, floor int64) (*redislock.Lease, error) {
@@ -153,5 +155,7 @@ func (g gatedLock) Acquire(ctx context.Context, workerID string, floor int64) (*
 	if err := g.allow(); err != nil {
 		return nil, err
 	}
-	return g.Lock.Acquire(ctx, workerID, floor)
+	lease, err := g.Lock.Acquire(ctx, workerID, floor)
+	g.acquired(err)
+	return lease, err
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,7 +21,7 @@ const statusQueueTimeout = 250 * time.Millisecond
 func (d *Daemon) newServer() error {
 	h, err := httpapi.New(httpapi.Config{
 		Status:          d.status,
-		Ready:           func() bool { return !d.stopping.Load() && d.redisOK() && d.eviction.allow() == nil },
+		Ready:           d.ready,
 		Metrics:         d.metrics.Handler(),
 		Enqueue:         d.enqueue,
 		EnqueueMany:     d.enqueueMany,
@@ -81,6 +82,7 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		st.LeaseLeft = d.lanes[0].leader.Status().LeaseLeft.Milliseconds()
 	}
 	st.Eviction = d.evictionStatus()
+	st.Replicas = d.replicaStatus()
 	holder := make(chan *httpapi.Holder, 1)
 	go func() { holder <- d.holder(ctx) }()
 	q, err := d.stats(ctx)
@@ -91,6 +93,38 @@ func (d *Daemon) status(ctx context.Context) httpapi.Status {
 		st.Queue = &httpapi.Queue{Queue: q}
 	}
 	return st
+}
+
+// ready is nil when this replica can take part in elections (/readyz),
+// else why not.
+func (d *Daemon) ready() error {
+	if d.stopping.Load() {
+		return errors.New("shutting down")
+	}
+	if err := d.replicas.err(); err != nil { // before redisOK: its acquires fail, with this as the reason
+		return err
+	}
+	if err := d.eviction.allow(); err != nil {
+		return err
+	}
+	if !d.redisOK() {
+		return errors.New("Redis does not answer")
+	}
+	return nil
+}
+
+// replicaStatus is what /status says of masters short of replicas; nil
+// when none is.
+func (d *Daemon) replicaStatus() *httpapi.ReplicaShortage {
+	short := d.replicas.list()
+	if len(short) == 0 {
+		return nil
+	}
+	r := &httpapi.ReplicaShortage{Reason: d.replicas.err().Error()}
+	for _, e := range short {
+		r.Masters = append(r.Masters, httpapi.ReplicaMaster{Master: e.Master, OnlineReplicas: e.Online, MinReplicas: e.Min})
+	}
+	return r
 }
 
 // evictionStatus is what /status says of the masters' eviction policies.

@@ -46,6 +46,25 @@ type Status struct {
 	// last read it. Safe false: a master evicts keys (or none has
 	// answered yet), and this replica does not lead (/readyz says 503).
 	Eviction *Eviction `json:"redisEviction,omitempty"`
+	// Replicas, when set, is why no lease can be taken: a Redis master
+	// has fewer online replicas than REDIS_MIN_REPLICAS asks, so no
+	// fencing epoch bump is acknowledged there (/readyz says 503).
+	Replicas *ReplicaShortage `json:"redisReplicas,omitempty"`
+}
+
+// ReplicaShortage is the masters short of replicas, in /status.
+type ReplicaShortage struct {
+	// Reason says what is short, and the two ways out.
+	Reason  string          `json:"reason"`
+	Masters []ReplicaMaster `json:"masters"`
+}
+
+// ReplicaMaster is one master short of replicas: how many it has online
+// and how many REDIS_MIN_REPLICAS asks for.
+type ReplicaMaster struct {
+	Master         string `json:"master"`
+	OnlineReplicas int    `json:"onlineReplicas"`
+	MinReplicas    int    `json:"minReplicas"`
 }
 
 // Eviction is the Redis masters' eviction policies, in /status.
@@ -94,8 +113,9 @@ type Queue struct {
 type Config struct {
 	// Status returns the current snapshot. Required.
 	Status func(ctx context.Context) Status
-	// Ready reports whether the replica can take part in elections.
-	Ready func() bool
+	// Ready is nil when the replica can take part in elections, else why
+	// not (/readyz answers 503 with it as the reason).
+	Ready func() error
 	// Metrics serves /metrics; optional.
 	Metrics http.Handler
 	// Enqueue adds a job with an ordering key ("" for none); with
@@ -193,9 +213,11 @@ type server struct {
 }
 
 func (s *server) ready(w http.ResponseWriter, _ *http.Request) {
-	if s.cfg.Ready != nil && !s.cfg.Ready() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
-		return
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

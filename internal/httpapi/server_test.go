@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,12 @@ func TestEndpoints(t *testing.T) {
 		Status: func(context.Context) Status {
 			return Status{WorkerID: "w1", State: "working", Leader: true, Token: 7, LockKey: "k"}
 		},
-		Ready:     func() bool { return ready },
+		Ready: func() error {
+			if !ready {
+				return errors.New("not yet")
+			}
+			return nil
+		},
 		JobsToken: "t0ken",
 		Enqueue: func(_ context.Context, _ string, p []byte) (string, error) {
 			got = p
@@ -38,8 +44,8 @@ func TestEndpoints(t *testing.T) {
 	if c := do("GET", "/healthz", "", "").Code; c != 200 {
 		t.Fatalf("healthz %d", c)
 	}
-	if c := do("GET", "/readyz", "", "").Code; c != 503 {
-		t.Fatalf("readyz while not ready: %d", c)
+	if rec := do("GET", "/readyz", "", ""); rec.Code != 503 || !strings.Contains(rec.Body.String(), `"reason":"not yet"`) {
+		t.Fatalf("readyz while not ready: %d %s", rec.Code, rec.Body)
 	}
 	ready = true
 	if c := do("GET", "/readyz", "", "").Code; c != 200 {

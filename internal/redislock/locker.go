@@ -57,10 +57,10 @@ func New(cfg Config) (*Locker, error) {
 	if len(cfg.Nodes) == 1 {
 		fence = k.Epoch() // see (*Locker).FenceKey
 	}
-	epochNode := -1
+	epochNode, epochName := -1, "the epoch authority"
 	for i, n := range cfg.Nodes {
 		if same(epoch, n) {
-			epochNode = i
+			epochNode, epochName = i, cfg.NodeNames[i]
 			break
 		}
 	}
@@ -76,7 +76,7 @@ func New(cfg Config) (*Locker, error) {
 		now:         cfg.Now,
 		quorum:      len(cfg.Nodes)/2 + 1,
 		sharded:     cfg.ShardedNotices,
-		master:      masterOf(epoch, k.Lock()),
+		master:      masterOf(epoch, k.Lock(), epochName),
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
 		lockKeys:    []string{k.Lock()},

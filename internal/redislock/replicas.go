@@ -23,30 +23,53 @@ const replicaCountTTL = time.Second
 // failover could hand it out again.
 var ErrReplicas = errors.New("redislock: the fencing epoch did not reach every replica")
 
+// ReplicasError is an ErrReplicas with what was known of the master: its
+// address, how many replicas it had online at the last read (INFO
+// replication) and Config.MinReplicas. Short says no bump on it can be
+// acknowledged until replicas come online or MinReplicas is lowered.
+type ReplicasError struct {
+	Master string // host:port; the configured node name outside a Cluster
+	Online int
+	Min    int
+	Err    error // wraps ErrReplicas
+}
+
+func (e *ReplicasError) Error() string { return e.Err.Error() }
+func (e *ReplicasError) Unwrap() error { return e.Err }
+
+// Short: the master has fewer online replicas than MinReplicas asks, so
+// every WAIT times out, however often it is retried.
+func (e *ReplicasError) Short() bool { return e.Online < e.Min }
+
 // master is the epoch authority's current master as one *redis.Client, so
 // a pipeline on it uses one connection: WAIT counts the acknowledgements
 // of the writes made on its own connection.
 type master struct {
 	get func(ctx context.Context) (*redis.Client, error)
+	// name names m in errors.
+	name func(m *redis.Client) string
 	// redirected refreshes the client's view of the topology after a
 	// MOVED, ASK or READONLY reply (a failover moved the master).
 	redirected func(ctx context.Context)
 }
 
 // masterOf is how to reach c's master for key: c itself for a
-// *redis.Client (one node, or Sentinel's failover client), the slot's
-// master for a *redis.ClusterClient. Nil for other clients: their bumps
-// are not WAITed.
-func masterOf(c redis.Scripter, key string) *master {
+// *redis.Client (one node, or Sentinel's failover client, named name:
+// its own address says nothing there), the slot's master for a
+// *redis.ClusterClient. Nil for other clients: their bumps are not
+// WAITed.
+func masterOf(c redis.Scripter, key, name string) *master {
 	switch c := c.(type) {
 	case *redis.Client:
 		return &master{
 			get:        func(context.Context) (*redis.Client, error) { return c, nil },
+			name:       func(*redis.Client) string { return name },
 			redirected: func(context.Context) {},
 		}
 	case *redis.ClusterClient:
 		return &master{
 			get:        func(ctx context.Context) (*redis.Client, error) { return c.MasterForKey(ctx, key) },
+			name:       func(m *redis.Client) string { return m.Options().Addr },
 			redirected: c.ReloadState,
 		}
 	}
@@ -122,7 +145,10 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 			return nil, err
 		}
 		l.replicas.set(n, l.now())
-		want, readRole = max(n, l.minReplicas), false
+		online, want, readRole = n, max(n, l.minReplicas), false
+	}
+	short := func(online int, err error) error {
+		return &ReplicasError{Master: l.master.name(m), Online: online, Min: l.minReplicas, Err: err}
 	}
 	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, readRole)
 	v, err := run.Int64Slice()
@@ -133,11 +159,14 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 			why = append(why, wait.Err())
 		}
 		if role != nil {
-			if _, rerr := onlineReplicas(role); rerr != nil {
+			n, rerr := onlineReplicas(role)
+			if rerr != nil {
 				why = append(why, rerr)
+			} else {
+				online = n
 			}
 		}
-		return nil, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", ErrReplicas, want, l.waitTimeout)}, why...)...)
+		return nil, short(online, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", ErrReplicas, want, l.waitTimeout)}, why...)...))
 	}
 	if err != nil {
 		if redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") {
@@ -150,7 +179,7 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	if role != nil {
 		if have, rerr = onlineReplicas(role); rerr == nil {
 			l.replicas.set(have, l.now())
-			have = max(have, l.minReplicas)
+			online, have = have, max(have, l.minReplicas)
 		}
 	}
 	switch {
@@ -166,8 +195,8 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 	want = have
 	if acked, err := wait.Int64(); err != nil || int(acked) < want {
 		l.replicas.invalidate()
-		return v, errors.Join(fmt.Errorf("%w: %d of %d acknowledged within %s (at least %d required)",
-			ErrReplicas, acked, want, l.waitTimeout, l.minReplicas), err)
+		return v, short(online, errors.Join(fmt.Errorf("%w: %d of %d acknowledged within %s (at least %d required)",
+			ErrReplicas, acked, want, l.waitTimeout, l.minReplicas), err))
 	}
 	return v, nil
 }

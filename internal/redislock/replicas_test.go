@@ -215,13 +215,18 @@ func addrsOf(rs []*fleet.Redis) []string {
 
 // TestMinReplicas: with MinReplicas 1 a master without a replica hands
 // out no token (as an old master does whose replica was just promoted);
-// once a replica is online, the acquire succeeds.
+// once a replica is online, the acquire succeeds. The error names the
+// master and says it is short: 0 online replicas of the 1 asked for.
 func TestMinReplicas(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, []*redis.Client{s.Client()}, func(c *Config) { c.MinReplicas = 1 })
 	ctx := t.Context()
-	if _, err := l.Acquire(ctx, "w", 0); !errors.Is(err, ErrReplicas) {
-		t.Fatalf("acquire without a replica: %v, want ErrReplicas", err)
+	for range 3 { // the first reads the count with the bump, the next trust it
+		_, err := l.Acquire(ctx, "w", 0)
+		var re *ReplicasError
+		if !errors.Is(err, ErrReplicas) || !errors.As(err, &re) || re.Master != s.Addr() || re.Online != 0 || re.Min != 1 || !re.Short() {
+			t.Fatalf("acquire without a replica: %v (%+v), want a short ReplicasError for %s", err, re, s.Addr())
+		}
 	}
 	if n := admin(t, s).Exists(ctx, key).Val(); n != 0 {
 		t.Fatal("the unreplicated attempt left its lock")
