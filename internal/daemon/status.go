@@ -108,7 +108,7 @@ func (d *Daemon) ready() error {
 		return err
 	}
 	if !d.redisOK() {
-		return errors.New("Redis does not answer")
+		return errors.New("no answer from Redis")
 	}
 	return nil
 }
