@@ -20,14 +20,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 )
 
 func main() {
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if o.bin, err = buildDaemon(ctx, dir); err != nil {
+		if o.bin, err = benchkit.BuildDaemon(ctx, dir); err != nil {
 			return err
 		}
 	}
@@ -209,20 +209,4 @@ func (c *cluster) measure(ctx context.Context, progress io.Writer) (result, erro
 		}
 	}
 	return res, nil
-}
-
-// buildDaemon builds the parent module's lockworker into dir. The bench
-// module's replace directive says where the parent's source is.
-func buildDaemon(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/lockworker/lockworker").Output()
-	if err != nil {
-		return "", fmt.Errorf("find the lockworker module (run inside the bench module, or pass -bin): %w", err)
-	}
-	bin := filepath.Join(dir, "lockworker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lockworker")
-	cmd.Dir = strings.TrimSpace(string(out))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/lockworker: %w\n%s", err, out)
-	}
-	return bin, nil
 }

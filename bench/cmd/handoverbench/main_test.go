@@ -11,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 )
 
 func TestMain(m *testing.M) {
@@ -134,7 +136,7 @@ func TestSmoke(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}
-	bin, err := buildDaemon(t.Context(), t.TempDir())
+	bin, err := benchkit.BuildDaemon(t.Context(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

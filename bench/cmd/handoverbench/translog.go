@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 )
 
 // transition is one "transition" line of a replica's JSON log: the daemon
@@ -52,7 +53,12 @@ func newRecorder() *recorder {
 // never blocks on the reader: a slow benchmark must not slow the child's
 // logging, or it would shift the very timestamps it reads.
 func (r *recorder) writer(name string) io.Writer {
-	return &lineWriter{rec: r, name: name}
+	return &benchkit.LineWriter{Line: func(line []byte) {
+		if t, ok := parseTransition(line); ok {
+			t.replica = name
+			r.add(t)
+		}
+	}}
 }
 
 func (r *recorder) add(t transition) {
@@ -110,33 +116,4 @@ func (r *recorder) lastBefore(i int, match func(transition) bool) (transition, b
 		}
 	}
 	return transition{}, false
-}
-
-// lineWriter splits one child's output into lines; a write may end
-// mid-line, so the rest waits for the next write.
-type lineWriter struct {
-	rec  *recorder
-	name string
-
-	mu      sync.Mutex
-	partial []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rest := append(w.partial, p...)
-	for {
-		line, after, found := bytes.Cut(rest, []byte("\n"))
-		if !found {
-			break
-		}
-		if t, ok := parseTransition(line); ok {
-			t.replica = w.name
-			w.rec.add(t)
-		}
-		rest = after
-	}
-	w.partial = append(w.partial[:0], rest...)
-	return len(p), nil
 }

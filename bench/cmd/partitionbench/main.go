@@ -33,14 +33,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/fleet"
+
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 )
 
 func main() {
@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if o.bin, err = buildDaemon(ctx, dir); err != nil {
+		if o.bin, err = benchkit.BuildDaemon(ctx, dir); err != nil {
 			return err
 		}
 	}
@@ -144,20 +144,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	report(stdout, o, rows, time.Since(start))
 	return nil
-}
-
-// buildDaemon builds the parent module's lockworker into dir. The bench
-// module's replace directive says where the parent's source is.
-func buildDaemon(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/lockworker/lockworker").Output()
-	if err != nil {
-		return "", fmt.Errorf("find the lockworker module (run inside the bench module, or pass -bin): %w", err)
-	}
-	bin := filepath.Join(dir, "lockworker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lockworker")
-	cmd.Dir = strings.TrimSpace(string(out))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/lockworker: %w\n%s", err, out)
-	}
-	return bin, nil
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 )
 
 // move is one partition changing hands, from a replica's JSON log: its
@@ -100,33 +101,11 @@ func (o *ownership) await(ctx context.Context, i int, done func([]move) bool) ([
 // writer returns the fleet output writer for the replica called name. It
 // never blocks on a reader: a slow benchmark must not slow the child's
 // logging, or it would shift the very timestamps it reads.
-func (o *ownership) writer(name string) io.Writer { return &lineWriter{o: o, name: name} }
-
-// lineWriter splits one child's output into lines; a write may end
-// mid-line, so the rest waits for the next write.
-type lineWriter struct {
-	o    *ownership
-	name string
-
-	mu      sync.Mutex
-	partial []byte
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rest := append(w.partial, p...)
-	for {
-		line, after, found := bytes.Cut(rest, []byte("\n"))
-		if !found {
-			break
-		}
+func (o *ownership) writer(name string) io.Writer {
+	return &benchkit.LineWriter{Line: func(line []byte) {
 		if m, ok := parseMove(line); ok {
-			m.replica = w.name
-			w.o.add(m)
+			m.replica = name
+			o.add(m)
 		}
-		rest = after
-	}
-	w.partial = append(w.partial[:0], rest...)
-	return len(p), nil
+	}}
 }
