@@ -185,7 +185,11 @@ func poke(ch chan struct{}) {
 	}
 }
 
-// readDebounce gathers a burst of fleet notices into one registry read.
+// readDebounce spaces the registry reads that notices ask for: the first
+// notice after a quiet spell is read at once (a replica on its way out
+// removes its record before it releases, so the others contend for its
+// partitions within a round trip), and a burst that follows (its release
+// notices, one per partition) is gathered into one read this long after.
 const readDebounce = 20 * time.Millisecond
 
 // Run plans until ctx is done, and returns nil. It never stops a lane on
@@ -196,21 +200,30 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var readFails int
 	readOK := false
+	var lastRead time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-c.read:
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(readDebounce):
+			if wait := readDebounce - time.Since(lastRead); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(wait):
+				}
 			}
 		case <-c.replan:
 			c.plan(p, readOK)
 			continue
 		}
+		// This read covers every notice so far.
+		select {
+		case <-c.read:
+		default:
+		}
+		lastRead = time.Now()
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.ReadInterval)
 		ms, err := c.cfg.Members(rctx)
 		cancel()

@@ -70,17 +70,36 @@ func TestCoordinatorReadsAndPlans(t *testing.T) {
 		if n := reads.Load(); n != 2 {
 			t.Fatalf("%d reads after one interval, want 2", n)
 		}
-		// B leaves: a fleet notice makes it read at once (after the debounce).
+		// B leaves: the first notice after a quiet spell is read at once,
+		// with no time passing.
+		time.Sleep(readDebounce)
 		members.Store([]Member(nil))
 		c.MembersChanged()
-		c.MembersChanged()
-		time.Sleep(readDebounce)
 		synctest.Wait()
 		if n := reads.Load(); n != 3 {
-			t.Fatalf("%d reads after two notices, want 3", n)
+			t.Fatalf("%d reads after a notice, want 3", n)
 		}
 		if n := contending(); n != 4 {
 			t.Fatalf("alone, it contends for %d, want 4", n)
+		}
+		// The burst that follows (B's release notices) is one read, a
+		// debounce after the last.
+		c.MembersChanged()
+		synctest.Wait()
+		c.MembersChanged()
+		synctest.Wait()
+		if n := reads.Load(); n != 3 {
+			t.Fatalf("%d reads within the debounce, want still 3", n)
+		}
+		time.Sleep(readDebounce)
+		synctest.Wait()
+		if n := reads.Load(); n != 4 {
+			t.Fatalf("%d reads after a burst of two notices, want 4", n)
+		}
+		time.Sleep(readDebounce)
+		synctest.Wait()
+		if n := reads.Load(); n != 4 {
+			t.Fatalf("%d reads once the burst is read, want still 4", n)
 		}
 		if st := c.Status(); st.Quota["self"] != 4 || len(st.Owner) != 4 {
 			t.Fatalf("status %+v", st)
