@@ -22,9 +22,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +33,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 )
 
@@ -66,7 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		if *bin, err = build(ctx, dir); err != nil {
+		if *bin, err = benchkit.BuildDaemon(ctx, dir); err != nil {
 			return err
 		}
 	}
@@ -100,21 +99,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	report(stdout, alone, withPage, *window, events.Load())
 	return nil
-}
-
-// build builds the parent module's lockworker into dir.
-func build(ctx context.Context, dir string) (string, error) {
-	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/lockworker/lockworker").Output()
-	if err != nil {
-		return "", fmt.Errorf("find the lockworker module: %w", err)
-	}
-	bin := filepath.Join(dir, "lockworker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/lockworker")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = strings.TrimSpace(string(root)), os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build lockworker: %w", err)
-	}
-	return bin, nil
 }
 
 // startFleet starts a redis-server and the replicas, and waits until one

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 )
 
@@ -35,7 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		defer os.RemoveAll(dir)
 		fmt.Fprintln(stderr, "peerbench: building lockworker for the idle cost")
-		if bin, err = buildLockworker(ctx, dir); err != nil {
+		if bin, err = benchkit.BuildDaemon(ctx, dir); err != nil {
 			return err
 		}
 	}
