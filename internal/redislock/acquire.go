@@ -181,11 +181,14 @@ func (a *attempt) fail(ctx context.Context, err error) (*Lease, error) {
 // retryAfter is how long until enough of the other holder's keys expire
 // for a quorum to be free: with h nodes held and N-q allowed to stay held,
 // the (h-(N-q))-th shortest remaining TTL. Keys without a TTL never expire,
-// which makes the answer unknown (0).
+// which makes the answer unknown (0). A PTTL of 0 is a key in its last
+// millisecond (an attempt that came right at the expiry, Redis's clock
+// frozen for the script): it counts as 1 ms, not as unknown, or the
+// caller would wait a whole retry interval for a lock free a moment later.
 func (l *Locker) retryAfter(pttls []int64) time.Duration {
 	ttls := make([]time.Duration, len(pttls))
 	for i, p := range pttls {
-		ttls[i] = time.Duration(p) * time.Millisecond
+		ttls[i] = max(time.Duration(p)*time.Millisecond, time.Millisecond)
 		if p < 0 {
 			ttls[i] = -1 // no TTL: sorted last below
 		}

@@ -383,6 +383,7 @@ func TestRetryAfter(t *testing.T) {
 		{ms(-1, 100, 200), 100 * time.Millisecond},            // a key without TTL never expires
 		{ms(-1, -1, 100, 200), 200 * time.Millisecond},        // two expire, two without TTL may stay
 		{ms(-1, -1, -1, 100), 0},                              // three never expire: unknown
+		{ms(0, 300, 200), time.Millisecond},                   // a key in its last millisecond: 1 ms, not unknown
 	} {
 		if got := l.retryAfter(tt.pttls); got != tt.want {
 			t.Errorf("retryAfter(%v) = %s, want %s", tt.pttls, got, tt.want)
@@ -394,6 +395,9 @@ func TestRetryAfter(t *testing.T) {
 	}
 	if got := one.retryAfter(ms(-1)); got != 0 {
 		t.Errorf("single node without TTL: %s", got)
+	}
+	if got := one.retryAfter(ms(0)); got != time.Millisecond {
+		t.Errorf("single node in its last millisecond: %s, want 1ms", got)
 	}
 }
 
