@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,16 +30,8 @@ type replica struct {
 	done   chan error
 }
 
-// freePort is a port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// freePort is a port reserved for this test process (redistest.FreePort).
+func freePort(t *testing.T) int { return redistest.FreePort(t) }
 
 // load is the configuration of env over fast test timings.
 func load(t *testing.T, env ...string) config.Config {

@@ -21,8 +21,11 @@
 //     reused PID is never hit.
 //
 // What it does not guarantee:
-//   - A free port is free when it is chosen; another program may take it
-//     before the child binds it. The child then exits, and Wait says so.
+//   - A free port is free when it is chosen. FreePort keeps client
+//     connections, other processes that use this package and Redis
+//     Cluster buses off it (see FreePort), but another program may still
+//     take it before the child binds it. The child then exits, and Wait
+//     says so.
 //   - Pdeathsig fires when the OS thread that started the child exits. Go
 //     keeps its threads unless a goroutine that called runtime.LockOSThread
 //     exits locked; do not start processes from such a goroutine.
