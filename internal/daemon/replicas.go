@@ -50,17 +50,16 @@ func newReplicaShortage(log *slog.Logger) *replicaShortage {
 func (s *replicaShortage) note(lane int, err error) {
 	var re *redislock.ReplicasError
 	var held *redislock.HeldError
-	isRe := errors.As(err, &re)
-	if err != nil && !isRe && !errors.As(err, &held) {
+	if err != nil && !errors.As(err, &re) && !errors.As(err, &held) {
 		return
 	}
 	s.mu.Lock()
-	if shortOfReplicas(err) {
+	if short := shortOf(err); short != nil {
 		was, ok := s.lanes[lane]
 		if !ok {
 			was.since = s.now()
 		}
-		s.lanes[lane] = shortage{err: re, since: was.since}
+		s.lanes[lane] = shortage{err: short, since: was.since}
 	} else {
 		delete(s.lanes, lane)
 	}
@@ -89,19 +88,22 @@ func (s *replicaShortage) note(lane int, err error) {
 	}
 }
 
-// shortOfReplicas: err is an acquire refused for a master short of
-// replicas.
-func shortOfReplicas(err error) bool {
+// shortOf is err's ReplicasError when err is an acquire refused for a
+// master short of replicas; nil otherwise.
+func shortOf(err error) *redislock.ReplicasError {
 	var re *redislock.ReplicasError
-	return errors.As(err, &re) && re.Short()
+	if errors.As(err, &re) && re.Short() {
+		return re
+	}
+	return nil
 }
 
 // said: err is an acquire refused for a master whose shortage has been
 // said at WARN; its retries are then routine, like a follower's (their
 // transitions at DEBUG).
 func (s *replicaShortage) said(err error) bool {
-	var re *redislock.ReplicasError
-	if !errors.As(err, &re) || !re.Short() {
+	re := shortOf(err)
+	if re == nil {
 		return false
 	}
 	s.mu.Lock()
@@ -134,11 +136,15 @@ func (s *replicaShortage) list() []*redislock.ReplicasError {
 	return out
 }
 
-// err is why no lease can be taken, for /readyz and /status; nil when no
-// master is short.
-func (s *replicaShortage) err() error {
+// err is why no lease can be taken, for /readyz; nil when no master is
+// short.
+func (s *replicaShortage) err() error { return shortageErr(s.list()) }
+
+// shortageErr is why no lease can be taken on the short masters; nil
+// when there are none.
+func shortageErr(short []*redislock.ReplicasError) error {
 	var errs []error
-	for _, e := range s.list() {
+	for _, e := range short {
 		errs = append(errs, errors.New(shortageMsg(e)))
 	}
 	return errors.Join(errs...)

@@ -120,7 +120,7 @@ func (d *Daemon) replicaStatus() *httpapi.ReplicaShortage {
 	if len(short) == 0 {
 		return nil
 	}
-	r := &httpapi.ReplicaShortage{Reason: d.replicas.err().Error()}
+	r := &httpapi.ReplicaShortage{Reason: shortageErr(short).Error()}
 	for _, e := range short {
 		r.Masters = append(r.Masters, httpapi.ReplicaMaster{Master: e.Master, OnlineReplicas: e.Online, MinReplicas: e.Min})
 	}
