@@ -30,14 +30,11 @@ type replica struct {
 	done   chan error
 }
 
-// freePort is a port reserved for this test process (redistest.FreePort).
-func freePort(t *testing.T) int { return redistest.FreePort(t) }
-
 // load is the configuration of env over fast test timings.
 func load(t *testing.T, env ...string) config.Config {
 	t.Helper()
 	base := []string{"LOCK_TTL=2s", "RENEW_INTERVAL=400ms", "RETRY_INTERVAL=500ms", "SHUTDOWN_TIMEOUT=5s",
-		"WORK_DURATION=20ms", "PORT=" + strconv.Itoa(freePort(t))}
+		"WORK_DURATION=20ms", "PORT=" + strconv.Itoa(redistest.FreePort(t))}
 	cfg, err := config.Load(config.Getenv(append(base, env...)))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +153,7 @@ func TestPartitionsRefused(t *testing.T) {
 // TestRedisDownAtStart: a replica started while Redis is down runs (its
 // charts retry), leads once Redis comes up, and stops cleanly.
 func TestRedisDownAtStart(t *testing.T) {
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	r := start(t, load(t, "REDIS_URLS=redis://127.0.0.1:"+strconv.Itoa(port), "PARTITIONS=2", "WORKER_ID=w1"))
 	poll.Until(t, 5*time.Second, "a failed attempt", func() bool {
 		return strings.Contains(r.logs.String(), "trigger=ACQUIRE_FAILED")

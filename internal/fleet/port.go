@@ -56,7 +56,7 @@ var reserved = struct {
 func FreePort() (int, error) {
 	reserved.Lock()
 	defer reserved.Unlock()
-	if dir, ok := lockDir(); ok && outsideEphemeral() {
+	if dir, ok := portDir(); ok {
 		for range 200 {
 			port := portLow + rand.IntN(portSpan)
 			if _, taken := reserved.ports[port]; taken || port == browserBlocked {
@@ -93,6 +93,15 @@ func kernelPort() (int, error) {
 	}
 	return 0, errors.New("fleet: no free port")
 }
+
+// portDir is the directory of the ports' lock files, made once; false
+// when it cannot be made or the chosen range meets the ephemeral one.
+var portDir = sync.OnceValues(func() (string, bool) {
+	if !outsideEphemeral() {
+		return "", false
+	}
+	return lockDir()
+})
 
 // lockDir is the directory of the ports' lock files, made if missing.
 func lockDir() (string, bool) {

@@ -7,11 +7,8 @@ import (
 )
 
 func TestFreePortIsOutsideTheEphemeralRangeAndNeverRepeats(t *testing.T) {
-	if !outsideEphemeral() {
-		t.Skip("this machine's ephemeral port range covers FreePort's range")
-	}
-	if _, ok := lockDir(); !ok {
-		t.Skip("no writable lock directory")
+	if _, ok := portDir(); !ok {
+		t.Skip("this machine's ephemeral port range covers FreePort's range, or no lock directory can be made")
 	}
 	seen := map[int]bool{}
 	for range 200 {
