@@ -6,8 +6,9 @@
 // over Server-Sent Events.
 //
 // It guarantees:
-//   - the chart comes from machine.Describe, drawn by package chartsvg,
-//     so a new state or trigger shows up without a change here;
+//   - the chart comes from machine.Describe, placed by package chartsvg,
+//     so a new state or trigger shows up without a change here (or New
+//     fails, if chartsvg's table does not place it);
 //   - nothing secret leaves it: Snapshot has no field for a URL, password,
 //     lock value or the admin token, and every string in a snapshot is
 //     scrubbed of the admin token, Config.Secrets, URL passwords,
