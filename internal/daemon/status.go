@@ -40,20 +40,25 @@ func (d *Daemon) newServer() error {
 		Handler:  h,
 		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
-	d.conns = httpapi.NewConnLimiter(d.maxConns())
+	if d.conns, err = httpapi.NewConnLimiter(httpapi.ConnLimits{MaxConns: d.maxConns()}); err != nil {
+		return err
+	}
 	d.conns.Configure(d.srv)
 	return nil
 }
 
-// maxConns is HTTP_MAX_CONNS, lowered to half the descriptor limit when
-// that is smaller: the other half is for Redis, the jobs' pipes and
-// processes, and the spare connections of the probes.
+// maxConns is HTTP_MAX_CONNS, lowered when its connections and those
+// still sending their headers (httpapi.PendingPerConn each) would take
+// more than half the descriptor limit: the other half is for Redis and
+// the jobs' pipes and processes.
 func (d *Daemon) maxConns() int {
 	n := d.cfg.HTTPMaxConns
-	if limit := nofileLimit(); limit > 0 && uint64(n) > limit/2 {
-		n = int(max(limit/2, 1))
-		d.log.Info("HTTP_MAX_CONNS lowered to half the descriptor limit", "httpMaxConns", d.cfg.HTTPMaxConns,
-			"nofile", limit, "effective", n)
+	if limit := nofileLimit(); limit > 0 {
+		if fit := httpapi.ConnsWithin(limit/2, n); fit < n {
+			n = fit
+			d.log.Info("HTTP_MAX_CONNS lowered: its connections and those still sending headers must fit in half the descriptor limit",
+				"httpMaxConns", d.cfg.HTTPMaxConns, "nofile", limit, "effective", n, "pending", n*httpapi.PendingPerConn)
+		}
 	}
 	return n
 }
