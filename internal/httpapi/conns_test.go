@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
@@ -61,7 +62,7 @@ func get(t *testing.T, c net.Conn, path string) (int, http.Header) {
 // a spare that answers only the probes, 503 with Retry-After otherwise;
 // past the spares it is closed at once.
 func TestConnLimiter(t *testing.T) {
-	h := mustNew(t, Config{Status: func(context.Context) Status { return Status{} }})
+	h := mustNew(t, Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }})
 	l, addr := serveLimited(t, 2, h)
 
 	idleCount := func() int {

@@ -17,6 +17,7 @@ import (
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
@@ -43,7 +44,7 @@ func newJobsAPI(t testing.TB) *jobsAPI {
 		t.Fatal(err)
 	}
 	h, err := httpapi.New(httpapi.Config{
-		Status:  func(context.Context) httpapi.Status { return httpapi.Status{} },
+		Status:  func(context.Context) statusdoc.Status { return statusdoc.Status{} },
 		Enqueue: q.Enqueue,
 		EnqueueMany: func(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
 			items := make([]jobs.Item, len(payloads))
