@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/httpapi"
-	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/metrics"
 	"github.com/lockworker/lockworker/internal/statusdoc"
@@ -25,11 +24,8 @@ func (d *Daemon) newServer() error {
 		Ready:           d.ready,
 		Metrics:         d.metrics.Handler(),
 		Enqueue:         d.enqueue,
-		EnqueueMany:     d.enqueueMany,
+		EnqueueMany:     d.be.Queues.EnqueueMany,
 		JobsToken:       d.cfg.JobsToken,
-		MaxJobBytes:     jobs.MaxPayload,
-		MaxBatchJobs:    jobs.MaxBatch,
-		MaxBatchBytes:   jobs.MaxBatchBytes,
 		MaxBodyInFlight: d.cfg.HTTPMaxBodyBytes,
 		Dashboard:       d.dash.Handler(),
 		Logger:          d.log,
@@ -192,13 +188,4 @@ func (d *Daemon) partitionStats(ctx context.Context) ([]figures.Queue, error) {
 func (d *Daemon) enqueue(ctx context.Context, key string, payload []byte) (string, error) {
 	id, _, err := d.be.Queues.Enqueue(ctx, key, payload)
 	return id, err
-}
-
-// enqueueMany is POST /jobs with an NDJSON body.
-func (d *Daemon) enqueueMany(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
-	items := make([]jobs.Item, len(payloads))
-	for i, p := range payloads {
-		items[i] = jobs.Item{Key: keys[i], Payload: p}
-	}
-	return d.be.Queues.EnqueueMany(ctx, items)
 }

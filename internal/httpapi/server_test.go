@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/statusdoc"
 )
 
@@ -30,7 +31,7 @@ func TestEndpoints(t *testing.T) {
 			got = p
 			return "01JOB", nil
 		},
-		EnqueueMany: func(context.Context, []string, [][]byte) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
+		EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
 	})
 	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -109,8 +110,7 @@ func TestNewValidates(t *testing.T) {
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t"}, "Enqueue is nil"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t",
 			Enqueue: func(context.Context, string, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
-		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxBatchJobs: -1}, "MaxBatchJobs"},
-		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxJobBytes: -1}, "MaxJobBytes"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxBodyInFlight: jobs.MaxBatchBytes - 1}, "MaxBodyInFlight"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
