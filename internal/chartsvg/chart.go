@@ -98,7 +98,7 @@ func classify(d machine.Description) (edges []ChartEdge, bundles []ChartBundle, 
 	}
 	index := map[[2]string]int{}
 	for _, t := range d.Transitions {
-		et := EdgeTrigger{Trigger: t.Trigger, Kind: t.Kind, Actions: t.Actions, Guards: t.Guards}
+		et := EdgeTrigger{Trigger: t.Trigger, Kind: t.Kind.String(), Actions: t.Actions, Guards: t.Guards}
 		k := key{t.Trigger, t.To}
 		switch {
 		case t.Kind == machine.KindIgnored:
