@@ -22,7 +22,7 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-const token = "t0ken"
+const token = "t0ken-0123456789abcdef"
 
 // jobsAPI is POST /jobs on a real queue in a real Redis, wired as the
 // daemon wires it.

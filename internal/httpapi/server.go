@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/lockworker/lockworker/internal/bearer"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/lines"
 	"github.com/lockworker/lockworker/internal/statusdoc"
@@ -36,7 +36,9 @@ type Config struct {
 	// in that order (jobs.Router.EnqueueMany): POST /jobs with
 	// Content-Type application/x-ndjson. Required with JobsToken.
 	EnqueueMany func(ctx context.Context, items []jobs.Item) ([]string, error)
-	// JobsToken is the bearer token POST /jobs requires; empty: no endpoint.
+	// JobsToken is the bearer token POST /jobs requires; empty: no
+	// endpoint. Otherwise at least bearer.MinLen bytes, without spaces or
+	// control characters (bearer.Check).
 	JobsToken string
 	// MaxBodyInFlight bounds the body bytes of POST /jobs being read and
 	// enqueued at once, across requests: each request reserves its
@@ -60,6 +62,11 @@ func (c *Config) validate() error {
 	var errs []error
 	if c.Status == nil {
 		errs = append(errs, errors.New("httpapi: Status is required"))
+	}
+	if c.JobsToken != "" {
+		if err := bearer.Check(c.JobsToken); err != nil {
+			errs = append(errs, fmt.Errorf("httpapi: JobsToken: %w", err))
+		}
 	}
 	if c.JobsToken != "" && c.Enqueue == nil {
 		errs = append(errs, errors.New("httpapi: JobsToken is set but Enqueue is nil"))
@@ -125,7 +132,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
-	if !authorized(r, s.cfg.JobsToken) {
+	if !bearer.Authorized(r, s.cfg.JobsToken) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lockworker"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "missing or wrong bearer token"})
 		return
@@ -296,11 +303,6 @@ func validJSON(line []byte) error {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	return errors.New("not JSON")
-}
-
-func authorized(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -26,7 +26,7 @@ func TestEndpoints(t *testing.T) {
 			}
 			return nil
 		},
-		JobsToken: "t0ken",
+		JobsToken: "t0ken-0123456789abcdef",
 		Enqueue: func(_ context.Context, _ string, p []byte) (string, error) {
 			got = p
 			return "01JOB", nil
@@ -71,11 +71,11 @@ func TestEndpoints(t *testing.T) {
 	if c := do("POST", "/jobs", "Bearer wrong", "x").Code; c != 401 {
 		t.Fatalf("POST /jobs with wrong token: %d", c)
 	}
-	if rec := do("POST", "/jobs", "Bearer t0ken", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
+	if rec := do("POST", "/jobs", "Bearer t0ken-0123456789abcdef", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
 		t.Fatalf("POST /jobs: %d %s (got %q)", rec.Code, rec.Body, got)
 	}
 	got = nil
-	if rec := do("POST", "/jobs", "Bearer t0ken", ""); rec.Code != 400 || got != nil || !strings.Contains(rec.Body.String(), "empty payload") {
+	if rec := do("POST", "/jobs", "Bearer t0ken-0123456789abcdef", ""); rec.Code != 400 || got != nil || !strings.Contains(rec.Body.String(), "empty payload") {
 		t.Fatalf("POST /jobs with an empty body: %d %s; want 400 and nothing enqueued", rec.Code, rec.Body)
 	}
 }
@@ -107,10 +107,13 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{Config{}, "Status is required"},
-		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t"}, "Enqueue is nil"},
-		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t",
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef"}, "Enqueue is nil"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef",
 			Enqueue: func(context.Context, string, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxBodyInFlight: jobs.MaxBatchBytes - 1}, "MaxBodyInFlight"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken",
+			Enqueue:     func(context.Context, string, []byte) (string, error) { return "", nil },
+			EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { return nil, nil }}, "JobsToken: bearer: token shorter than 16 bytes"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
