@@ -25,8 +25,9 @@ type Config struct {
 	// sends.
 	AdminToken string
 	// Secrets are more values that must never be shown, e.g. the Redis
-	// password: scrubbed from every string of every snapshot. Empty
-	// entries are skipped.
+	// password: scrubbed from every string of every snapshot where they
+	// stand (a URL, a header), and wherever they are when at least
+	// redact.MinLiteral bytes long (redact.Secrets).
 	Secrets []string
 	// MinInterval is the least time between two pushes on /events:
 	// change notices arriving faster coalesce into one push. Default 250ms.
