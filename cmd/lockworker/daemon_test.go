@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -224,7 +225,11 @@ func TestBadConfigExitsTwo(t *testing.T) {
 	}
 	for env, want := range tests {
 		t.Run(env, func(t *testing.T) {
-			cmd := exec.Command(binary)
+			// Bounded: a setting let through starts a replica that would
+			// run until the test binary's timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary)
 			cmd.Env = []string{env}
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
