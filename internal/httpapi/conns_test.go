@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
@@ -93,7 +94,7 @@ func get(t *testing.T, c net.Conn, path string) *http.Response {
 
 func testHandler(t *testing.T) http.Handler {
 	t.Helper()
-	return mustNew(t, Config{Status: func(context.Context) Status { return Status{} }})
+	return mustNew(t, Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }})
 }
 
 // TestConnLimiterEvictsTheLongestIdle: at the cap, a connection whose
