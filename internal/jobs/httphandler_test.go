@@ -143,6 +143,37 @@ func TestHTTPHandlerAnswers(t *testing.T) {
 	}
 }
 
+// A 429 or 503 may say when to come back (Retry-After: seconds or an HTTP
+// date): the error carries it; any other answer's Retry-After is not
+// taken.
+func TestHTTPHandlerRetryAfter(t *testing.T) {
+	soon := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	for _, tt := range []struct {
+		status   int
+		header   string
+		min, max time.Duration // -1: asks for nothing
+	}{
+		{429, "3600", time.Hour, time.Hour},
+		{503, "0", 0, 0},
+		{503, soon, 80 * time.Second, 90 * time.Second},
+		{429, "", -1, -1},
+		{429, "soon", -1, -1},
+		{500, "5", -1, -1},
+	} {
+		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if tt.header != "" {
+				w.Header().Set("Retry-After", tt.header)
+			}
+			w.WriteHeader(tt.status)
+		})
+		err := newHTTP(t, srv.URL, nil).Handle(t.Context(), Job{ID: "J", Attempt: 1}, newLease(7, time.Minute))
+		d, ok := RetryAfter(err)
+		if tt.min < 0 && ok || tt.min >= 0 && (!ok || d < tt.min || d > tt.max) {
+			t.Errorf("%d with Retry-After %q: %s, %v; want %s to %s", tt.status, tt.header, d, ok, tt.min, tt.max)
+		}
+	}
+}
+
 // Redirects are not followed: the job goes nowhere JOB_URL does not name,
 // and the answer is a failed attempt naming the target (without its user
 // information or query).
