@@ -407,7 +407,7 @@ func TestAtLeastOncePerKeyAfterLostLeader(t *testing.T) {
 			keyOf[id] = key
 		}
 	}
-	first := map[string][]string{} // key -> each job's first effect, in order
+	first := map[string][]string{}  // key -> each job's first effect, in order
 	second := map[string][]string{} // key -> the new leader's effects, in order
 	seen := map[string]bool{}
 	for i, id := range got {
