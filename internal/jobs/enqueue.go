@@ -187,7 +187,7 @@ func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, part
 			b.After = append(b.After, q.notice(ids[part[len(part)-1]]))
 		}
 	}
-	if conn != nil {
+	if conn != nil { // the WAIT of acks.check, bounded by its timeout
 		b.After = append(b.After, []any{"WAIT", want, ack.timeout.Milliseconds()})
 	}
 	_, r := scriptpipe.Run(ctx, c, b, nil)
