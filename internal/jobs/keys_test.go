@@ -675,3 +675,47 @@ func TestRetryDelay(t *testing.T) {
 		t.Errorf("10th attempt: wait %s, want Max, jittered", d)
 	}
 }
+
+// BenchmarkKeysConcurrency is the measurement behind DefaultConcurrency:
+// jobs/s of one partition's 600 jobs over 200 keys (3 each), a 10 ms
+// handler, per JOB_CONCURRENCY. With one slot it is one job at a time per
+// partition (the model before keys); the keys allow up to 200 at once.
+func BenchmarkKeysConcurrency(b *testing.B) {
+	for _, n := range []int{1, 4, 8, 16, 32, 64} {
+		b.Run("concurrency="+fmt.Sprint(n), func(b *testing.B) {
+			e := newEnv(b)
+			slots, err := NewSlots(n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := e.queue(b, HandlerFunc(func(ctx context.Context, _ Job, _ Lease) error {
+				t := time.NewTimer(10 * time.Millisecond)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}), func(c *WorkerConfig) { c.Slots = slots; c.Batch = DefaultBatch })
+			const jobs = 600
+			for range b.N {
+				items := make([]Item, jobs)
+				for i := range items {
+					items[i] = Item{Key: fmt.Sprint("key-", i%200), Payload: []byte("x")}
+				}
+				if _, err := q.EnqueueMany(b.Context(), items); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			stop, _ := process(b, q, newLease(becomeLeader(b, e.c), time.Hour))
+			waitCommitted(b, q, int64(b.N*jobs))
+			b.StopTimer()
+			if err := stop(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N*jobs)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
