@@ -719,3 +719,48 @@ func BenchmarkKeysConcurrency(b *testing.B) {
 		})
 	}
 }
+
+// A retry holds its group in Redis until it falls due, whoever leads:
+// one step claims every group that may run (here two), a retried group is
+// not claimed again before its due time, the reply says when that is,
+// and once the clock passes it the group runs again, its head delivered
+// for the second time.
+func TestRetryHoldsItsGroupUntilDue(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	q := e.queueOf(t, Config{Client: e.c, Keys: testKeys, Now: clock}, HandlerFunc(noop), nil)
+	a := e.enqueueKey(t, q, "a", "a", 2)
+	e.enqueueKey(t, q, "b", "b", 1)
+	token := becomeLeader(t, e.c)
+	s := mustStep(t, q, stepArgs{token: token, want: 2, runMax: 1, recover: true})
+	if len(s.claimed) != 2 {
+		t.Fatalf("one step claimed %d groups, want both", len(s.claimed))
+	}
+	var runA, runB claim
+	for _, c := range s.claimed {
+		if c.member == "k:a" {
+			runA = c
+		} else {
+			runB = c
+		}
+	}
+	due := now.Add(time.Hour)
+	retry := outcome{member: runA.member, first: a[0], end: endRetry, head: a[0], attempts: 1, due: due}
+	s = mustStep(t, q, stepArgs{token: token, outcomes: []outcome{retry, committed(runB)}, want: 2, runMax: 1})
+	if !s.applied[0] || !s.applied[1] || len(s.claimed) != 0 || s.readyNow != 0 || !s.nextDue.Equal(due.Truncate(time.Millisecond)) {
+		t.Fatalf("after the retry: %+v, want nothing claimed and the retry due at %s", s, due)
+	}
+	if st := stats(t, q); st.Retries != 1 || st.Pending != 2 || st.Committed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	now = due.Add(-time.Millisecond)
+	if s = mustStep(t, q, stepArgs{token: token, want: 2, runMax: 1}); len(s.claimed) != 0 {
+		t.Fatalf("claimed %+v a millisecond before the retry was due", s.claimed)
+	}
+	now = due
+	s = mustStep(t, q, stepArgs{token: token, want: 2, runMax: 2})
+	if len(s.claimed) != 1 || len(s.claimed[0].jobs) != 1 || s.claimed[0].jobs[0].ID != a[0] || s.claimed[0].jobs[0].Attempt != 2 {
+		t.Fatalf("claimed %+v once due, want a's head alone, its second delivery", s.claimed)
+	}
+}
