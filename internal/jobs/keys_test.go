@@ -764,3 +764,28 @@ func TestRetryHoldsItsGroupUntilDue(t *testing.T) {
 		t.Fatalf("claimed %+v once due, want a's head alone, its second delivery", s.claimed)
 	}
 }
+
+// A claim of a group whose run still executes, or waits to be recorded,
+// can only come from writes Redis lost (a failover): the loop drops it,
+// so a key never has two runs at once, and has the next step release it.
+func TestDuplicateClaimIsDropped(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
+		t.Error("a dropped claim ran")
+		return nil
+	}), nil)
+	l := newLoop(t.Context(), q.Worker, newLease(1, time.Minute))
+	defer l.end()
+	l.recover = false
+	l.running["k:a"] = true
+	l.pending = []runResult{{outcome: outcome{member: "k:b"}}}
+	l.slots = 2
+	for _, m := range []string{"k:a", "k:b"} {
+		l.start(claim{member: m, jobs: []Job{{ID: "01J", Attempt: 1}}})
+		if l.slots != 2 || !l.recover || q.InFlight() != 0 || len(l.running) != 1 {
+			t.Fatalf("claim of %s, running or unrecorded: slots %d, recover %v, in flight %d: want it dropped and released next",
+				m, l.slots, l.recover, q.InFlight())
+		}
+	}
+	l.slots = 0
+}
