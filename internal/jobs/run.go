@@ -116,8 +116,8 @@ func (w *Worker) staleStore(job Job, herr error, r *runResult, log *slog.Logger)
 	log.Warn("the job's store rejected this leader's token as stale: giving the leadership up; the job is not counted as failed",
 		"jobId", job.ID, "key", r.key, "attempt", job.Attempt, "err", herr)
 	r.end, r.head, r.uncount = endStale, job.ID, r.popped == 0 && job.Attempt > 1
-	r.cause = fmt.Sprintf("jobs: the job's store rejected the fencing token of %d leaderships in a row (its fence is above this lock's epoch: "+
-		"raise the epoch past it with lockworker epoch --raise-to, then lockworker retry): %v", staleLeaderships, herr)
+	r.cause = fmt.Sprintf("jobs: its store refused the token of %d leaderships in a row: lockworker epoch --raise-to N (above the store's fence), "+
+		"then lockworker retry; the store's fence is above this lock's epoch (a restored backup, a Redis that lost its data?): %v", staleLeaderships, herr)
 	r.stop = fmt.Errorf("jobs: job %s: %w", job.ID, herr)
 }
 
