@@ -66,7 +66,7 @@ type Queue struct {
 	enqueued           string // pub/sub channel
 	serial             bool   // keyless jobs share one group (Config.Partitions 1)
 	// noticeAfter: notices are sent after the write they announce, not
-	// beside it (see withNotice).
+	// beside it (see notice).
 	noticeAfter bool
 	acks        *acks // nil: enqueues are not WAITed for
 }
@@ -112,7 +112,7 @@ func New(cfg Config) (*Queue, error) {
 		enqueued:   k.EnqueuedChannel(),
 		serial:     cfg.Partitions <= 1,
 		// A Cluster's classic PUBLISH may go to another node than the
-		// queue's: see withNotice.
+		// queue's: see notice.
 		noticeAfter: isCluster(cfg.Client) && !cfg.ShardedNotices,
 		acks:        newAcks(cfg),
 	}, nil
