@@ -152,10 +152,12 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	}
 	// On waking, the work's deadline timer, the renew timer or the job that
 	// was running runs first; each checks the local deadline before
-	// anything else (the job's commit is refused, not sent).
+	// anything else (the job's commit is refused, not sent), and says so
+	// with its reason wherever it finds the lease invalid (between jobs
+	// too).
 	noticed := func(line string) bool {
 		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed") ||
-			strings.Contains(line, "lease no longer valid: not recording the job")
+			strings.Contains(line, "lease no longer valid")
 	}
 	poll.Until(t, 3*time.Second, "a notices its lease ended", func() bool {
 		return slices.ContainsFunc(afterWake(), noticed)

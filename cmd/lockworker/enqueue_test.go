@@ -57,15 +57,18 @@ func TestEnqueueArguments(t *testing.T) {
 func TestEnqueueLines(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
-	stream := keys(t).Lease().Stream()
+	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	queue := func() (ids, payloads []string) {
 		t.Helper()
-		msgs, err := r.Client().XRange(t.Context(), stream, "-", "+").Result()
+		all, err := q.Unfinished(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range msgs {
-			ids, payloads = append(ids, m.Values["id"].(string)), append(payloads, m.Values["payload"].(string))
+		for _, j := range all {
+			ids, payloads = append(ids, j.ID), append(payloads, string(j.Payload))
 		}
 		return ids, payloads
 	}
@@ -216,14 +219,17 @@ func TestBulkEnqueueProcessed(t *testing.T) {
 func TestKeysRefusedEverywhere(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
-	stream := keys(t).Lease().Stream()
+	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	queued := func() int64 {
 		t.Helper()
-		n, err := r.Client().XLen(t.Context(), stream).Result()
+		st, err := q.Stats(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return st.Pending
 	}
 	for _, tc := range []struct {
 		args  []string

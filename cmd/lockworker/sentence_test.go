@@ -65,7 +65,7 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		{reader, []string{"enqueue", "y"}, "enqueue: Redis refused (NOPERM …", 1},
 	}
 	// Then every key a command reads holds a hash: WRONGTYPE everywhere.
-	wrong := []string{keys.Lease().Epoch(), keys.History(), keys.Lease().Dead(), keys.Lease().Stream(), keys.Replicas()}
+	wrong := []string{keys.Lease().Epoch(), keys.History(), keys.Lease().Dead(), keys.Lease().Ready(), keys.Replicas()}
 	after := []run{
 		{env, []string{"status"}, "status: read the lock: WRONGTYPE …", 1},
 		{env, []string{"partitions"}, "partitions: read the partitions: WRONGTYPE …", 1},

@@ -102,8 +102,10 @@ type Config struct {
 	// JobURLCA is a PEM bundle for an https JobURL whose certificate a
 	// private CA signed. Default: the system's roots.
 	JobURLCA string `env:"JOB_URL_CA"`
-	// JobTimeout bounds each request of the http handler; the lease's
-	// local deadline (less REDIS_NODE_TIMEOUT) can cut it sooner.
+	// JobTimeout bounds each job of the http and exec handlers (a request;
+	// a command, whose process tree is then stopped); the lease's local
+	// deadline can cut it sooner. A job that outlives it fails that
+	// attempt.
 	JobTimeout time.Duration `env:"JOB_TIMEOUT" envDefault:"30s"`
 	// JobEnv names the daemon's variables the exec command also gets, on
 	// top of PATH, HOME, LANG, TZ and the LOCKWORKER_* job variables. Never
@@ -112,8 +114,24 @@ type Config struct {
 	// JobStopGrace is how long a stopped exec command's process tree has
 	// between SIGTERM and SIGKILL; the lease deadline can shorten it.
 	JobStopGrace time.Duration `env:"JOB_STOP_GRACE" envDefault:"5s"`
-	// JobMaxAttempts is how often a failing job runs before dead-lettering.
-	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"5"`
+	// JobMaxAttempts is how often a failing job runs before it fails for
+	// good (JobOnFailure).
+	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"25"`
+	// JobRetryBase is the wait before a failed job's first retry; each
+	// retry waits twice as long, up to JobRetryMax (jittered). Only the
+	// job's key waits.
+	JobRetryBase time.Duration `env:"JOB_RETRY_BASE" envDefault:"1s"`
+	// JobRetryMax caps the wait between retries, and a Retry-After a 429
+	// or 503 asks for.
+	JobRetryMax time.Duration `env:"JOB_RETRY_MAX" envDefault:"1m"`
+	// JobOnFailure is what becomes of a job that failed for good: park
+	// (its key holds it and every later job, in order, until lockworker
+	// retry or skip) or dead-letter (the job leaves, its key goes on: the
+	// key's order breaks).
+	JobOnFailure string `env:"JOB_ON_FAILURE" envDefault:"park"`
+	// JobConcurrency is the most jobs a replica runs at once, over every
+	// partition it leads; never two of one key.
+	JobConcurrency int `env:"JOB_CONCURRENCY" envDefault:"16"`
 	// JobBatch is how many jobs the leader claims, runs and commits per
 	// round trip to Redis when the queue is deep (group commit); 1 is one
 	// job per round trip. A leader lost mid-batch leaves its whole batch
@@ -298,6 +316,7 @@ func (c Config) checkJobs(p *problems) {
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
 	}
+	c.checkRetries(p)
 }
 
 // checkHandler checks JOB_HANDLER and what it needs.
@@ -323,6 +342,22 @@ func (c Config) checkHTTP(p *problems) {
 	}
 	checkToken(p, "JOBS_TOKEN", c.JobsToken, "it guards POST /jobs")
 	checkToken(p, "ADMIN_TOKEN", c.AdminToken, "it guards the operator actions")
+}
+
+// checkRetries checks how failing jobs are retried and run.
+func (c Config) checkRetries(p *problems) {
+	if c.JobRetryBase <= 0 {
+		p.add("JOB_RETRY_BASE", "must be a positive duration such as 1s or 500ms, got %s", c.JobRetryBase)
+	}
+	if c.JobRetryMax < c.JobRetryBase {
+		p.add("JOB_RETRY_MAX", "must be at least JOB_RETRY_BASE (%s), got %s", c.JobRetryBase, c.JobRetryMax)
+	}
+	if _, err := jobs.ParseFailurePolicy(c.JobOnFailure); err != nil {
+		p.add("JOB_ON_FAILURE", "must be park or dead-letter, got %q", c.JobOnFailure)
+	}
+	if c.JobConcurrency < 1 || c.JobConcurrency > jobs.MaxConcurrency {
+		p.add("JOB_CONCURRENCY", "must be between 1 and %d, got %d", jobs.MaxConcurrency, c.JobConcurrency)
+	}
 }
 
 // checkJobURL checks the http handler's settings, without echoing the

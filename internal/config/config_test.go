@@ -20,7 +20,9 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Port != 3000 || c.LockKey != "lockworker:leader" || c.LockTTL != 15*time.Second ||
 		c.RenewInterval != 5*time.Second || c.RetryInterval != 5*time.Second ||
 		c.RedisNodeTimeout != time.Second || len(c.RedisURLs) != 1 || c.RedisURLs[0] != "redis://127.0.0.1:6379" ||
-		c.LogFormat != "text" || c.JobHandler != "log" || c.JobMaxAttempts != 5 || !c.ReleaseNotices {
+		c.LogFormat != "text" || c.JobHandler != "log" || c.JobMaxAttempts != jobs.DefaultMaxAttempts || !c.ReleaseNotices ||
+		c.JobRetryBase != time.Second || c.JobRetryMax != time.Minute || c.JobOnFailure != "park" ||
+		c.JobConcurrency != jobs.DefaultConcurrency {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 	if c.JobBatch != jobs.DefaultBatch || c.Partitions != 1 || c.LogLevel != LevelInfo || c.LogLevel.String() != "info" {
@@ -60,6 +62,11 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_HANDLER=exec"}, "JOB_COMMAND"},
 		{[]string{"JOB_HANDLER=python"}, "JOB_HANDLER"},
 		{[]string{"JOB_MAX_ATTEMPTS=0"}, "JOB_MAX_ATTEMPTS"},
+		{[]string{"JOB_RETRY_BASE=0s"}, "JOB_RETRY_BASE"},
+		{[]string{"JOB_RETRY_BASE=2m"}, "JOB_RETRY_MAX"},
+		{[]string{"JOB_ON_FAILURE=skip"}, "JOB_ON_FAILURE"},
+		{[]string{"JOB_CONCURRENCY=0"}, "JOB_CONCURRENCY"},
+		{[]string{"JOB_CONCURRENCY=1025"}, "JOB_CONCURRENCY"},
 		{[]string{"JOB_BATCH=0"}, "JOB_BATCH"},
 		{[]string{"PARTITIONS=0"}, "PARTITIONS"},
 		{[]string{"PARTITIONS=1025"}, "PARTITIONS"},

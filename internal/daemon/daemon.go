@@ -56,6 +56,8 @@ type Daemon struct {
 	checked  chan struct{}  // closed once the partition count is checked
 	eviction *evictionGuard // no leadership on a Redis that evicts keys
 	replicas *replicaShortage
+	// slots bounds the jobs in flight over every lane (JOB_CONCURRENCY).
+	slots *jobs.Slots
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -109,6 +111,9 @@ func (d *Daemon) assemble() error {
 	}
 	if d.partitioned() {
 		d.beat = newHeartbeat(d.be.Renewals, d.be.Partitions, cfg.RenewInterval, d.log)
+	}
+	if d.slots, err = jobs.NewSlots(cfg.JobConcurrency); err != nil {
+		return err
 	}
 	for p := range d.be.Partitions {
 		l, err := d.newLane(p, handler)
@@ -167,6 +172,7 @@ func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 		return jobs.NewExecHandler(jobs.ExecConfig{
 			Command:  strings.Fields(cfg.JobCommand),
 			Grace:    cfg.JobStopGrace,
+			Timeout:  cfg.JobTimeout,
 			AllowEnv: cfg.JobEnv,
 			WorkerID: cfg.WorkerID,
 			Logger:   log,

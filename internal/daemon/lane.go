@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/machine"
@@ -58,9 +59,14 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	if d.partitioned() {
 		poll = partitionIdlePoll
 	}
-	var err error
+	onFailure, err := jobs.ParseFailurePolicy(cfg.JobOnFailure)
+	if err != nil {
+		return nil, err
+	}
 	l.worker, err = jobs.NewWorker(jobs.WorkerConfig{
-		Queue: l.queue, Handler: h, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
+		Queue: l.queue, Handler: h, Slots: d.slots, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
+		Retry:     backoff.Policy{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
+		OnFailure: onFailure,
 		// Enqueue notices wake an idle leader at once; polling is only
 		// the fallback for a lost notice.
 		PollInterval: poll, Logger: l.log,

@@ -92,16 +92,17 @@ func (a *jobsAPI) post(t testing.TB, contentType, auth, body string) answer {
 	return ans
 }
 
-// stream is what the queue holds, as job ID and payload per entry.
+// stream is what the queue holds, as job ID and payload per job, in
+// enqueue order (keyless jobs of one partition: one serial queue).
 func (a *jobsAPI) stream(t testing.TB) [][2]string {
 	t.Helper()
-	msgs, err := a.c.XRange(context.Background(), keys.Lease().Stream(), "-", "+").Result()
+	all, err := a.q.Unfinished(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][2]string
-	for _, m := range msgs {
-		out = append(out, [2]string{m.Values["id"].(string), m.Values["payload"].(string)})
+	for _, j := range all {
+		out = append(out, [2]string{j.ID, string(j.Payload)})
 	}
 	return out
 }
@@ -172,18 +173,18 @@ func TestNDJSONRefusals(t *testing.T) {
 	}
 }
 
-// TestNDJSONRedisErrors: a batch Redis refused (here the queue's key holds
-// a string) is 503 and nothing enqueued; without an answer from Redis, 503
-// and the batch is whole or absent.
+// TestNDJSONRedisErrors: a batch Redis refused (here the queue's ready set
+// holds a string) is 503 and nothing enqueued; without an answer from
+// Redis, 503 and the batch is whole or absent.
 func TestNDJSONRedisErrors(t *testing.T) {
 	a := newJobsAPI(t)
-	if err := a.c.Set(t.Context(), keys.Lease().Stream(), "not a stream", 0).Err(); err != nil {
+	if err := a.c.Set(t.Context(), keys.Lease().Ready(), "not a stream", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if ans := a.post(t, ndjson, token, "1\n2\n"); ans.code != 503 || !strings.Contains(ans.Error, "Redis refused; nothing enqueued") {
 		t.Fatalf("POST /jobs to a key of the wrong type = %+v", ans)
 	}
-	if v := a.c.Get(t.Context(), keys.Lease().Stream()).Val(); v != "not a stream" {
+	if v := a.c.Get(t.Context(), keys.Lease().Ready()).Val(); v != "not a stream" {
 		t.Fatalf("the key now holds %q", v)
 	}
 	a.rs.Kill()
@@ -200,7 +201,8 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	payload := `{"n":` + strings.Repeat("1", 57) + `}`
 	fresh := func(b *testing.B) {
 		b.Helper()
-		if err := a.c.Del(context.Background(), keys.Lease().Stream()).Err(); err != nil {
+		l := keys.Lease()
+		if err := a.c.Del(context.Background(), l.Group("s"), l.Ready(), l.Counters()).Err(); err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
@@ -271,14 +273,13 @@ func TestKeys(t *testing.T) {
 		return ans
 	}
 	keyOf := func() []string {
-		msgs, err := a.c.XRange(t.Context(), keys.Lease().Stream(), "-", "+").Result()
+		all, err := a.q.Unfinished(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, m := range msgs {
-			k, _ := m.Values["key"].(string)
-			out = append(out, k)
+		for _, j := range all {
+			out = append(out, j.Key)
 		}
 		return out
 	}

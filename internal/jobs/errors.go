@@ -16,13 +16,22 @@ var ErrStaleToken = errors.New("jobs: stale fencing token")
 // deadline passed) while the context was still live.
 var ErrLeaseInvalid = errors.New("jobs: lease no longer valid")
 
+// ErrLeaseEnding is a handler's error for a job it stopped, or did not
+// start, because the lease's local deadline is too near (the HTTP
+// handler's LeaseMargin): not the job's failure but the leadership's end.
+// The job counts one delivery and is delivered again by the next leader;
+// Process stops taking jobs and returns an error wrapping
+// ErrLeaseInvalid.
+var ErrLeaseEnding = errors.New("jobs: the lease is ending")
+
 // ErrHandlerPanicked is the failure of a job attempt whose handler
 // panicked; the panic's value follows it in the message.
 var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 
 // ErrPermanent marks a handler's error that no retry can fix (the
-// service answered 4xx: a bad request, a missing resource): the job is
-// dead-lettered at once, whatever its attempt.
+// service answered 4xx: a bad request, a missing resource): the job fails
+// for good at once, whatever its attempt (its key parks, or it is
+// dead-lettered: WorkerConfig.OnFailure).
 var ErrPermanent = errors.New("jobs: permanent failure")
 
 // ErrRedisFull is part of an enqueue's error when Redis refused the write
@@ -44,11 +53,6 @@ func full(err error) error {
 
 // ErrNotFound is returned by Requeue for an ID that is not a dead letter.
 var ErrNotFound = errors.New("jobs: no such dead letter")
-
-// errOrder means a commit named an entry that is not the next one after the
-// committed position: the store lost this leader's last commits (a Redis
-// failover with async replication), and Process resumes from its position.
-var errOrder = errors.New("jobs: commit out of order")
 
 // StaleError carries the numbers behind an ErrStaleToken: the token, and
 // the store's fence it was below (in Epoch: the highest token seen).

@@ -100,8 +100,3 @@ func (a *acks) check(wait *redis.Cmd, want int) error {
 	}
 	return fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrNotReplicated, acked, want, a.timeout)
 }
-
-// wait sends WAIT want on p, bounded by the timeout.
-func (a *acks) wait(ctx context.Context, p redis.Pipeliner, want int) *redis.Cmd {
-	return p.Do(ctx, "WAIT", want, a.timeout.Milliseconds())
-}
