@@ -37,7 +37,7 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 		return err
 	}
 	defer done()
-	n, err := onePartition("stepdown", p, *part)
+	n, err := onePartition("stepdown", p, part)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func runPause(ctx context.Context, getenv func(string) string, args []string, st
 		return err
 	}
 	defer done()
-	n, what, err := somePartitions("pause", p, *part)
+	n, what, err := somePartitions("pause", p, part)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 		return err
 	}
 	defer done()
-	n, what, err := somePartitions("resume", p, *part)
+	n, what, err := somePartitions("resume", p, part)
 	if err != nil {
 		return err
 	}
@@ -126,11 +126,11 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 // somePartitions is what pause and resume act on: the partition
 // --partition names, else all of them (operator.AllPartitions), and how
 // to say it.
-func somePartitions(cmd string, b *backend.Backend, p int) (int, string, error) {
+func somePartitions(cmd string, b *backend.Backend, p *partitionArg) (int, string, error) {
 	switch {
-	case p == -1 && b.Partitions == 1:
+	case !p.given && b.Partitions == 1:
 		return operator.AllPartitions, "queue", nil
-	case p == -1:
+	case !p.given:
 		return operator.AllPartitions, fmt.Sprintf("all %d partitions' queues", b.Partitions), nil
 	}
 	n, err := onePartition(cmd, b, p)
