@@ -106,6 +106,8 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{"pause", "--partition", "-1"}, // -1 is no "all partitions"
 		{"resume", "--partition", "-1"},
 		{"stepdown", "--partition", "-1"},
+		{"stepdown", "--token", "0"},
+		{"stepdown", "--token", "x"},
 		{"epoch", "--partition", "-2"},
 		{"pause", "--partition", "x"},
 		{"resume", "x"},

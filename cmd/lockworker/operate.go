@@ -10,15 +10,19 @@ import (
 	"github.com/lockworker/lockworker/internal/operator"
 )
 
-const stepDownUsage = `usage: lockworker stepdown [--partition N]
+const stepDownUsage = `usage: lockworker stepdown [--token N] [--partition N]
 
 Asks the leader to step down, through Redis (no replica's HTTP port is
-needed): the replica that leads with the current fencing token stops its
-work, releases the lock with its release notice and stays out for twice
-RETRY_INTERVAL, so another replica takes over within milliseconds. It
-waits for that replica and prints who leads now, with its token and how
-long it took. Exit 1 when nobody leads, or when the leader did not let go
-within 5 s.
+needed): the replica that leads stops its work, releases the lock with
+its release notice and stays out for twice RETRY_INTERVAL, so another
+replica takes over within milliseconds. It waits for that replica and
+prints who leads now, with its token and how long it took. Exit 1 when
+nobody leads, when the leadership --token names has already ended
+(nothing is asked of the one that followed), or when the leader did not
+let go within 5 s.
+  --token N      the fencing token of the leadership that must step down
+                 (as status shows it); without it, whichever leads when
+                 the request is read
   --partition N  with PARTITIONS > 1, the partition whose leader steps
                  down (required there); it goes to another replica
 
@@ -29,8 +33,14 @@ within 5 s.
 func runStepDown(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("stepdown", flag.ContinueOnError)
 	part := partitionFlag(fs, "the partition whose leader steps down")
+	token := fs.Int64("token", 0, "the fencing token of the leadership that must step down")
 	if help, err := noArgs(fs, args, stepDownUsage, stdout); help || err != nil {
 		return err
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "token" })
+	if given && *token < 1 {
+		return usageError("stepdown", "--token %d: a fencing token is a number from 1", *token)
 	}
 	p, ctx, done, err := oneShot(ctx, getenv)
 	if err != nil {
@@ -41,7 +51,7 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 	if err != nil {
 		return err
 	}
-	h, err := p.Operator.StepDown(ctx, n)
+	h, err := p.Operator.StepDown(ctx, n, *token)
 	if err != nil {
 		return err
 	}

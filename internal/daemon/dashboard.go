@@ -158,10 +158,13 @@ type pageActions struct{ op *operator.Operator }
 
 var _ dashboard.Actions = pageActions{}
 
-func (a pageActions) StepDown(ctx context.Context) error {
-	_, err := a.op.StepDown(ctx, 0)
-	if errors.Is(err, operator.ErrNoLeader) {
+func (a pageActions) StepDown(ctx context.Context, p int, token int64) error {
+	_, err := a.op.StepDown(ctx, p, token)
+	switch {
+	case errors.Is(err, operator.ErrNoLeader):
 		return fmt.Errorf("%w: %w", dashboard.ErrNoLeader, err)
+	case errors.Is(err, operator.ErrEnded):
+		return fmt.Errorf("%w: %w", dashboard.ErrEnded, err)
 	}
 	return err
 }
@@ -189,6 +192,7 @@ func (d *Daemon) newDashboard() error {
 		Source:          pageSource{d: d, rate: &commitRate{}},
 		Actions:         pageActions{op: d.operator},
 		AdminToken:      d.cfg.AdminToken,
+		Partitions:      d.be.Partitions,
 		Secrets:         d.cfg.Secrets(),
 		RefreshInterval: pageRefresh,
 		MinInterval:     pageMinInterval,

@@ -123,7 +123,7 @@ func TestBrowser(t *testing.T) {
 		visible(`button.action.confirm[data-action="stepdown"]`),
 		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
 	)
-	waitCall(t, acts, "stepdown")
+	waitCall(t, acts, "stepdown:0:43") // the token the page shows, lockworker-1's since becomeLeader
 
 	p.Within(t, 5*time.Second, "requeueing a dead letter",
 		chromedp.Click(chromedp.CSS(`#dead-body tr[data-job="01JD8YV0TQ6R1P2W8E5G3K9MZC"] button.action`)),

@@ -27,6 +27,9 @@ type Config struct {
 	// sent to a browser and is scrubbed from everything the dashboard
 	// sends.
 	AdminToken string
+	// Partitions is the fleet's partition count (PARTITIONS): with more
+	// than one, a step-down must name its partition. Default 1.
+	Partitions int
 	// Secrets are more values that must never be shown, e.g. the Redis
 	// password: scrubbed from every string of every snapshot. Empty
 	// entries are skipped.
@@ -106,6 +109,12 @@ func (c *Config) validate() error {
 		case *f.n == 0:
 			*f.n = f.def
 		}
+	}
+	switch {
+	case c.Partitions < 0:
+		errs = append(errs, fmt.Errorf("dashboard: Partitions is %d, want > 0 (0 for the default 1)", c.Partitions))
+	case c.Partitions == 0:
+		c.Partitions = 1
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -98,7 +98,8 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /api/snapshot          one snapshot (JSON)
 //	GET  /events                snapshots as Server-Sent Events
 //	POST /api/auth              204 when the bearer token is right
-//	POST /api/stepdown          the leader steps down
+//	POST /api/stepdown?token=N  the leadership with fencing token N steps
+//	                            down (&partition=P: required with partitions)
 //	POST /api/queue/pause       the queue pauses
 //	POST /api/queue/resume      the queue resumes
 //	POST /api/deadletters/{id}/requeue

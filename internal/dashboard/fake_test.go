@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -98,9 +99,11 @@ func (f *fakeActions) calls() []string {
 	return append([]string(nil), f.log...)
 }
 
-func (f *fakeActions) StepDown(context.Context) error { return f.record("stepdown") }
-func (f *fakeActions) Pause(context.Context) error    { return f.record("pause") }
-func (f *fakeActions) Resume(context.Context) error   { return f.record("resume") }
+func (f *fakeActions) StepDown(_ context.Context, p int, token int64) error {
+	return f.record(fmt.Sprintf("stepdown:%d:%d", p, token))
+}
+func (f *fakeActions) Pause(context.Context) error  { return f.record("pause") }
+func (f *fakeActions) Resume(context.Context) error { return f.record("resume") }
 
 func (f *fakeActions) Requeue(_ context.Context, id string) (string, error) {
 	if err := f.record("requeue:" + id); err != nil {

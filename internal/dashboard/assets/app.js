@@ -423,9 +423,15 @@
     const la = [], qa = [];
     if (admin && leader) {
       la.push(actionButton('stepdown', 'Step down', 'btn btn-small btn-danger', () => {
-        // The leader when clicked: swap may have kept this button from an earlier one.
+        // The leader when clicked (swap may have kept this button from an
+        // earlier one), named by the token the page shows: once that
+        // leadership has ended, the request does nothing.
         const cur = ((snap && snap.replicas) || []).find((r) => r.leader);
-        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + (cur ? cur.workerId : 'the leader') + ' to step down');
+        if (!cur) return;
+        if (confirmed('stepdown')) {
+          act('stepdown', 'api/stepdown?token=' + encodeURIComponent(cur.token),
+            () => 'Asked ' + cur.workerId + ' (#' + cur.token + ') to step down');
+        }
       }));
     }
     if (admin) {
