@@ -66,11 +66,13 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 }
 
 // TestACLUserFromDocs runs the least-privilege ACL user of
-// docs/operations.md through everything lockworker does: two replicas
-// (acquire, renew, subscribe, the registry, the history), a job that fails
+// docs/operations.md through everything lockworker does, on a fresh
+// Redis: two replicas (the partition count recorded, the name claimed,
+// acquire, renew, subscribe, the registry, the history), a job that fails
 // into the dead-letter list, status, history, deadletters, requeue, pause,
 // resume, the dashboard's snapshot, a step-down and a SIGTERM (release,
-// publish). Redis must deny nothing.
+// publish); then a start after FLUSHALL under the running replica (the
+// listeners counted). Redis must deny nothing.
 func TestACLUserFromDocs(t *testing.T) {
 	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(doc(t, "docs/operations.md"))
 	if line == nil {
@@ -134,6 +136,14 @@ func TestACLUserFromDocs(t *testing.T) {
 	if !strings.Contains(a.out.String(), "Releasing lock") {
 		t.Fatal("a did not release")
 	}
+	if err := admin.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := startWorker(t, "acl-c", env...)
+	poll.Until(t, 10*time.Second, "c leads or follows after the flush", func() bool {
+		s, ok := c.status()
+		return ok && (s.State == "waiting_to_acquire_lock" || s.Leader)
+	})
 
 	entries, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
 	if err != nil {
@@ -142,7 +152,7 @@ func TestACLUserFromDocs(t *testing.T) {
 	if len(entries) > 0 {
 		t.Fatalf("Redis denied the ACL user of docs/operations.md %d time(s): %v", len(entries), entries)
 	}
-	for _, w := range []*worker{a, b} {
+	for _, w := range []*worker{a, b, c} {
 		if strings.Contains(w.out.String(), "NOPERM") {
 			t.Fatalf("%s hit NOPERM:\n%s", w.name, w.out.String())
 		}

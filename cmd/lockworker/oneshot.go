@@ -39,7 +39,7 @@ func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend,
 		done()
 		return nil, nil, nil, err
 	}
-	if err := b.CheckPartitions(ctx); err != nil {
+	if err := b.CheckPartitions(ctx, cfg.RedisNodeTimeout, nil); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

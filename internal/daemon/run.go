@@ -81,6 +81,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return d.eviction.Run(gctx) })
 	g.Go(func() error { return d.observeTokens(gctx, evictionCheckInterval(d.cfg)) })
 	g.Go(func() error { return d.report(gctx) })
+	g.Go(func() error { return d.defendPartitions(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
 	g.Go(func() error { return d.dash.Run(gctx) })
 	d.watchNotices(gctx, g)
@@ -138,12 +139,12 @@ func (d *Daemon) leave(ctx, aux context.Context, stopCharts context.CancelFunc) 
 // this replica's; checked false means Redis did not answer, and
 // checkPartitions asks again.
 func (d *Daemon) checkPartitionsOnce(ctx context.Context) (checked bool, err error) {
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
-	err = d.be.CheckPartitions(cctx)
+	err = d.be.CheckPartitions(ctx, d.cfg.RedisNodeTimeout, d.waitingForFleet)
 	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
 		err = d.claimWorkerID(cctx)
+		cancel()
 	}
-	cancel()
 	var ce *config.Error
 	switch {
 	case err == nil:

@@ -36,6 +36,9 @@ type Record struct {
 	// waiting to acquire), in a fleet of more than one partition: an owner
 	// hands a partition over only to a replica that waits for it.
 	Contending []int `json:"contending,omitempty"`
+	// PartitionCount is the fleet's partition count this replica runs
+	// with (PARTITIONS): a replica started with another is refused.
+	PartitionCount int `json:"partitionCount,omitempty"`
 	// Avoiding lists the partitions the replica stepped down from on an
 	// operator's request: for a while, the others take them.
 	Avoiding []int `json:"avoiding,omitempty"`
