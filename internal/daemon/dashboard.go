@@ -111,7 +111,8 @@ func partitionsOf(parts []figures.Queue, records []roster.Record) []figures.Part
 func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {
 	out := make([]dashboard.DeadLetter, 0, len(dead))
 	for _, dl := range dead {
-		out = append(out, dashboard.DeadLetter{ID: dl.ID, Error: dl.Error, Attempts: dl.Attempts, FailedAt: dl.FailedAt, Token: dl.Token})
+		out = append(out, dashboard.DeadLetter{ID: dl.ID, Class: jobs.ErrorClass(dl.Error), Error: dl.Error, Attempts: dl.Attempts,
+			FailedAt: dl.FailedAt, Token: dl.Token})
 	}
 	return out
 }

@@ -93,7 +93,7 @@ func (d *Daemon) record() roster.Record {
 			lastErr, lastAt = msg, at
 		}
 	}
-	rec.LastError = d.cfg.Scrub(lastErr)
+	rec.LastError, rec.LastErrorClass = d.cfg.Scrub(lastErr), jobs.ErrorClass(lastErr)
 	if !d.partitioned() {
 		l := d.lanes[0]
 		s := l.leader.Status()

@@ -54,7 +54,7 @@ func TestSnapshotJSON(t *testing.T) {
 	}
 	// The names the page and the lead rely on.
 	for _, key := range []string{`"self":`, `"workerId":`, `"state":`, `"leader":true`, `"token":42`, `"jobsDone":`,
-		`"lastError":`, `"ratePerSec":`, `"deadLetters":`, `"previousEnded":"stepped_down"`, `"transitions":`, `"readAt":`} {
+		`"lastErrorClass":`, `"class":`, `"ratePerSec":`, `"deadLetters":`, `"previousEnded":"stepped_down"`, `"transitions":`, `"readAt":`} {
 		if !strings.Contains(w.Body.String(), key) {
 			t.Errorf("snapshot JSON lacks %s:\n%s", key, w.Body)
 		}

@@ -27,6 +27,9 @@ type Record struct {
 	// LastError is the replica's current problem, if any (scrubbed of
 	// secrets by whoever fills it in).
 	LastError string `json:"lastError,omitempty"`
+	// LastErrorClass is LastError's kind (jobs.ErrorClass), which quotes
+	// no handler output: what readers without the admin token see.
+	LastErrorClass string `json:"lastErrorClass,omitempty"`
 	// UpdatedAt is when the record was written (the writer's clock).
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Partitions are the partitions the replica leads, with their tokens,
