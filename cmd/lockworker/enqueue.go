@@ -72,6 +72,9 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 	}
 	defer done()
 	id, _, err := p.Queues.Enqueue(ctx, *key, payload)
+	if errors.Is(err, jobs.ErrNotReplicated) {
+		return notAcknowledged(err, "job is")
+	}
 	if err != nil {
 		return fmt.Errorf("enqueue: %w", err)
 	}
@@ -122,7 +125,10 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 		return fmt.Errorf("enqueue: %w (the IDs printed are the jobs enqueued, - the others)", err)
 	}
 	if err != nil {
-		if errors.Is(err, jobs.ErrOutcomeUnknown) {
+		switch {
+		case errors.Is(err, jobs.ErrNotReplicated):
+			return notAcknowledged(err, "jobs are")
+		case errors.Is(err, jobs.ErrOutcomeUnknown):
 			return fmt.Errorf("enqueue: %w", err)
 		}
 		return fmt.Errorf("enqueue: %w; nothing enqueued", err)
@@ -154,4 +160,15 @@ func readPayload(args []string, in io.Reader) ([]byte, error) {
 		return nil, inputError("enqueue: payload larger than 1 MiB (%d bytes)", jobs.MaxPayload)
 	}
 	return payload, nil
+}
+
+// notAcknowledged is enqueue's error when the jobs were written on the
+// Redis master but fewer of its replicas than REDIS_MIN_REPLICAS
+// acknowledged them in time (WAIT): it names the setting and the ways
+// out. what is "job is" or "jobs are".
+func notAcknowledged(err error, what string) error {
+	return fmt.Errorf("enqueue: %w. The %s in the queue and may run, or be lost if the master fails over now "+
+		"(enqueue again only where a duplicate is harmless). REDIS_MIN_REPLICAS (1 by default with Sentinel and Cluster) "+
+		"is how many replicas must acknowledge each enqueue, and a master with fewer online replicas never does: "+
+		"give the master a replica, or set REDIS_MIN_REPLICAS=0 to take that risk", err, what)
 }
