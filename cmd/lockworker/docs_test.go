@@ -158,3 +158,21 @@ func TestACLUserFromDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoDurationSaidOnce: the README and `lockworker demo -h` give the
+// demo's duration as one number (docs/performance.md#the-demo has the
+// measurements behind it).
+func TestDemoDurationSaidOnce(t *testing.T) {
+	row := regexp.MustCompile("(?m)^\\| `make demo` \\|.*\\| about (\\d+) s once built").FindStringSubmatch(doc(t, "README.md"))
+	help := regexp.MustCompile(`takes about (\d+) seconds`).FindAllStringSubmatch(demoUsage, -1)
+	parts := regexp.MustCompile(`\(about (\d+) seconds`).FindStringSubmatch(demoUsage)
+	if row == nil || len(help) != 1 || parts == nil {
+		t.Fatalf("README's make demo row %q, demo -h %q, %q: each must say how long the demo takes", row, help, parts)
+	}
+	if row[1] != help[0][1] || row[1] != parts[1] {
+		t.Fatalf("the README says the demo takes about %s s, demo -h about %s s (partitions: %s s)", row[1], help[0][1], parts[1])
+	}
+	if !strings.Contains(doc(t, "docs/performance.md"), "## The demo") {
+		t.Fatal("docs/performance.md has no measurement of the demo")
+	}
+}
