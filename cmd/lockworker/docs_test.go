@@ -14,7 +14,7 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-// doc reads a page of the documentation: README.md, or docs/NAME.
+// doc reads a file of the repository (README.md, docs/NAME.md, ...).
 func doc(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../" + name)
@@ -174,5 +174,45 @@ func TestDemoDurationSaidOnce(t *testing.T) {
 	}
 	if !strings.Contains(doc(t, "docs/performance.md"), "## The demo") {
 		t.Fatal("docs/performance.md has no measurement of the demo")
+	}
+}
+
+// TestReadmeCommandsNameEveryFlag: every flag a subcommand's -h explains
+// is named in the README's command table, on that command's rows.
+func TestReadmeCommandsNameEveryFlag(t *testing.T) {
+	readme := doc(t, "README.md")
+	for _, cmd := range subcommands(t) {
+		var help strings.Builder
+		if err := runCLI(t, []string{cmd, "-h"}, nil, &help); err != nil {
+			t.Fatal(err)
+		}
+		var rows strings.Builder
+		for _, m := range regexp.MustCompile("(?m)^\\| [^|]*`lockworker "+cmd+"\\b.*$").FindAllString(readme, -1) {
+			rows.WriteString(m)
+		}
+		if rows.Len() == 0 {
+			t.Errorf("the README's command table has no row for lockworker %s", cmd)
+			continue
+		}
+		for _, m := range regexp.MustCompile(`(?m)^\s+(--[a-z-]+)`).FindAllStringSubmatch(help.String(), -1) {
+			if !strings.Contains(rows.String(), m[1]) {
+				t.Errorf("the README's row for lockworker %s does not name %s", cmd, m[1])
+			}
+		}
+	}
+}
+
+// TestQueueDocListsEveryExecVariable: docs/queue.md names every
+// LOCKWORKER_ variable the exec handler gives a job's command.
+func TestQueueDocListsEveryExecVariable(t *testing.T) {
+	vars := regexp.MustCompile(`"(LOCKWORKER_[A-Z_]+)"`).FindAllStringSubmatch(doc(t, "internal/jobs/exechandler.go"), -1)
+	if len(vars) < 6 {
+		t.Fatalf("found only %v in the exec handler", vars)
+	}
+	queue := doc(t, "docs/queue.md")
+	for _, v := range vars {
+		if !strings.Contains(queue, "| `"+v[1]+"` |") {
+			t.Errorf("docs/queue.md's table of the exec handler's variables lacks %s", v[1])
+		}
 	}
 }
