@@ -125,13 +125,7 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 		return fmt.Errorf("enqueue: %w (the IDs printed are the jobs enqueued, - the others)", err)
 	}
 	if err != nil {
-		switch {
-		case errors.Is(err, jobs.ErrNotReplicated):
-			return notAcknowledged(err, "jobs are")
-		case errors.Is(err, jobs.ErrOutcomeUnknown):
-			return fmt.Errorf("enqueue: %w", err)
-		}
-		return fmt.Errorf("enqueue: %w; nothing enqueued", err)
+		return bulkError(err)
 	}
 	w := bufio.NewWriter(stdout)
 	for _, id := range ids {
@@ -160,6 +154,18 @@ func readPayload(args []string, in io.Reader) ([]byte, error) {
 		return nil, inputError("enqueue: payload larger than 1 MiB (%d bytes)", jobs.MaxPayload)
 	}
 	return payload, nil
+}
+
+// bulkError is enqueue --lines's error when EnqueueMany refused or did
+// not finish the batch (all or none): whether the jobs are in the queue.
+func bulkError(err error) error {
+	switch {
+	case errors.Is(err, jobs.ErrNotReplicated):
+		return notAcknowledged(err, "jobs are")
+	case errors.Is(err, jobs.ErrOutcomeUnknown):
+		return fmt.Errorf("enqueue: %w", err)
+	}
+	return fmt.Errorf("enqueue: %w; nothing enqueued", err)
 }
 
 // notAcknowledged is enqueue's error when the jobs were written on the

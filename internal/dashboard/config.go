@@ -102,19 +102,14 @@ func (c *Config) validate() error {
 		name string
 		n    *int
 		def  int
-	}{{"MaxStreams", &c.MaxStreams, 64}, {"MaxStreamsPerClient", &c.MaxStreamsPerClient, 4}, {"AdminStreams", &c.AdminStreams, 8}} {
+	}{{"MaxStreams", &c.MaxStreams, 64}, {"MaxStreamsPerClient", &c.MaxStreamsPerClient, 4}, {"AdminStreams", &c.AdminStreams, 8},
+		{"Partitions", &c.Partitions, 1}} {
 		switch {
 		case *f.n < 0:
 			errs = append(errs, fmt.Errorf("dashboard: %s is %d, want > 0 (0 for the default %d)", f.name, *f.n, f.def))
 		case *f.n == 0:
 			*f.n = f.def
 		}
-	}
-	switch {
-	case c.Partitions < 0:
-		errs = append(errs, fmt.Errorf("dashboard: Partitions is %d, want > 0 (0 for the default 1)", c.Partitions))
-	case c.Partitions == 0:
-		c.Partitions = 1
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

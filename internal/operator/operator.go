@@ -107,24 +107,9 @@ type Handover struct {
 // an error when the leader still holds it when ctx ends; a release with
 // nobody holding the lock yet is a success with To.Held false.
 func (o *Operator) StepDown(ctx context.Context, p int, token int64) (Handover, error) {
-	if err := o.check(p); err != nil {
-		return Handover{}, err
-	}
-	if token < 0 {
-		return Handover{}, fmt.Errorf("operator: step down: token %d: a fencing token is positive", token)
-	}
-	from, err := o.cfg.Holder(ctx, p)
+	from, err := o.leadership(ctx, p, token)
 	if err != nil {
-		return Handover{}, fmt.Errorf("operator: step down: read the lock: %w", err)
-	}
-	switch {
-	case !from.Held && token == 0:
-		return Handover{}, ErrNoLeader
-	case !from.Held:
-		return Handover{}, fmt.Errorf("%w: token %d; nobody leads now", ErrEnded, token)
-	case token != 0 && from.Token != token:
-		return Handover{}, fmt.Errorf("%w: token %d; %s leads now, with token %d, and was asked nothing",
-			ErrEnded, token, from.WorkerID, from.Token)
+		return Handover{}, err
 	}
 	start := time.Now()
 	h := Handover{From: from}
@@ -156,6 +141,30 @@ func (o *Operator) StepDown(ctx context.Context, p int, token int64) (Handover, 
 		return h, nil // released; nobody had taken over yet
 	}
 	return h, fmt.Errorf("operator: %s (token %d) did not step down within %s", from.WorkerID, from.Token, time.Since(start).Round(time.Millisecond))
+}
+
+// leadership is the leadership of partition p a step-down for token
+// means (token 0: whichever holds the lock), or why there is none.
+func (o *Operator) leadership(ctx context.Context, p int, token int64) (redislock.Holder, error) {
+	if err := o.check(p); err != nil {
+		return redislock.Holder{}, err
+	}
+	if token < 0 {
+		return redislock.Holder{}, fmt.Errorf("operator: step down: token %d: a fencing token is positive", token)
+	}
+	from, err := o.cfg.Holder(ctx, p)
+	switch {
+	case err != nil:
+		return redislock.Holder{}, fmt.Errorf("operator: step down: read the lock: %w", err)
+	case !from.Held && token == 0:
+		return redislock.Holder{}, ErrNoLeader
+	case !from.Held:
+		return redislock.Holder{}, fmt.Errorf("%w: token %d; nobody leads now", ErrEnded, token)
+	case token != 0 && from.Token != token:
+		return redislock.Holder{}, fmt.Errorf("%w: token %d; %s leads now, with token %d, and was asked nothing",
+			ErrEnded, token, from.WorkerID, from.Token)
+	}
+	return from, nil
 }
 
 // request writes the step-down request for partition p's token and
