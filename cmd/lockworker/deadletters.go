@@ -45,14 +45,14 @@ func runDeadLetters(ctx context.Context, getenv func(string) string, args []stri
 	if *limit < 0 {
 		return usageError("deadletters", "--n must be 0 (all) or more, got %d", *limit)
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	dead, err := p.Queues.DeadLetters(ctx, *limit)
 	if err != nil {
-		return err
+		return failed("deadletters", "read the dead letters", err)
 	}
 	if *asJSON {
 		out := make([]deadLetterReport, 0, len(dead))

@@ -47,7 +47,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 		t.Fatalf("requeue printed %q", out.String())
 	}
 	out.Reset()
-	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
+	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err == nil || !strings.Contains(err.Error(), "no dead letter "+d.ID) {
 		t.Fatalf("a second requeue of the same ID: %v; want a not-found error", err)
 	}
 }

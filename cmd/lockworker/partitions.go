@@ -38,14 +38,14 @@ func runPartitions(ctx context.Context, getenv func(string) string, args []strin
 	if help, err := noArgs(fs, args, partitionsUsage, stdout); help || err != nil {
 		return err
 	}
-	b, ctx, done, err := oneShot(ctx, getenv)
+	b, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	parts, err := b.PartitionTable(ctx)
 	if err != nil {
-		return err
+		return failed("partitions", "read the partitions", err)
 	}
 	if *asJSON {
 		return printJSON(stdout, parts)

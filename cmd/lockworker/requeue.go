@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/lockworker/lockworker/internal/jobs"
 )
 
 const requeueUsage = `usage: lockworker requeue ID [ID...]
@@ -28,19 +31,25 @@ func runRequeue(ctx context.Context, getenv func(string) string, args []string, 
 	if len(args) == 0 {
 		return usageError("requeue", "no job ID")
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
-	var errs []error
+	var missing []string
 	for _, id := range args {
 		newID, err := p.Operator.Requeue(ctx, id)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			missing = append(missing, cell(id))
+		case err != nil:
+			return failed("requeue", "move "+cell(id), err)
+		default:
+			fmt.Fprintf(stdout, "%s -> %s\n", id, newID)
 		}
-		fmt.Fprintf(stdout, "%s -> %s\n", id, newID)
 	}
-	return errors.Join(errs...)
+	if len(missing) > 0 {
+		return say(jobs.ErrNotFound, "requeue: no dead letter %s (lockworker deadletters lists them)", strings.Join(missing, ", "))
+	}
+	return nil
 }

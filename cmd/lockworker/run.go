@@ -195,10 +195,9 @@ func noArgs(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (hel
 // newLogger writes to w with workerId on every line, and routes go-redis's
 // own log lines through it.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	level, _ := cfg.Level()
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
-	if cfg.LogFormat == "json" {
+	if cfg.LogFormat == config.LogJSON {
 		h = slog.NewJSONHandler(w, opts)
 	}
 	log := slog.New(h).With("workerId", cfg.WorkerID)

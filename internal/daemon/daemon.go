@@ -163,7 +163,7 @@ func (d *Daemon) redisOK() bool {
 // jobHandler is the handler JOB_HANDLER names.
 func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 	switch cfg.JobHandler {
-	case "exec":
+	case config.HandlerExec:
 		return jobs.NewExecHandler(jobs.ExecConfig{
 			Command:  strings.Fields(cfg.JobCommand),
 			Grace:    cfg.JobStopGrace,
@@ -171,7 +171,7 @@ func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 			WorkerID: cfg.WorkerID,
 			Logger:   log,
 		})
-	case "http":
+	case config.HandlerHTTP:
 		return httpHandler(cfg, log)
 	}
 	return jobs.NewLogHandler(jobs.LogConfig{Duration: cfg.WorkDuration, Logger: log})

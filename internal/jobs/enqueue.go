@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/lockworker/lockworker/internal/notice"
@@ -13,54 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MaxPayload is the largest job payload Enqueue accepts, in bytes.
-const MaxPayload = 1 << 20
-
-// MaxKey is the longest ordering key Enqueue accepts, in bytes.
-const MaxKey = 1024
-
-// MaxBatch is the most jobs one EnqueueMany call adds, and MaxBatchBytes
-// the most payload bytes. They keep one transaction short for Redis (it
-// serves nobody else while it runs) and within the client's read and
-// write timeouts, and bound what a request holds in memory.
-const (
-	MaxBatch      = 1000
-	MaxBatchBytes = 8 << 20
-)
-
-// EnqueueMany's refusals of a whole batch; nothing of it was enqueued.
-var (
-	ErrNoJobs        = errors.New("jobs: no jobs to enqueue")
-	ErrTooManyJobs   = fmt.Errorf("jobs: more than %d jobs in one batch", MaxBatch)
-	ErrBatchTooLarge = fmt.Errorf("jobs: batch larger than %d bytes (8 MiB)", MaxBatchBytes)
-)
-
 // ErrOutcomeUnknown is part of an EnqueueMany error when Redis did not
 // answer (a broken connection, a timeout): the batch may have been
 // enqueued, whole, or not at all; never in part. Without it, Redis refused
-// the batch and nothing of it was enqueued. Packages that cannot import
-// jobs find it by its method, OutcomeUnknown() bool.
-var ErrOutcomeUnknown error = outcomeUnknown{}
-
-type outcomeUnknown struct{}
-
-func (outcomeUnknown) Error() string        { return "jobs: the batch was enqueued whole or not at all" }
-func (outcomeUnknown) OutcomeUnknown() bool { return true }
-
-// BatchError refuses a batch because of one of its jobs (Index, from 0);
-// nothing of the batch was enqueued. Err is ErrEmptyPayload or
-// ErrPayloadTooLarge.
-type BatchError struct {
-	Index int
-	Err   error
-}
-
-func (e *BatchError) Error() string {
-	return "jobs: job " + strconv.Itoa(e.Index+1) + ": " + trim(e.Err)
-}
-
-// Unwrap makes errors.Is(err, ErrPayloadTooLarge) and the like hold.
-func (e *BatchError) Unwrap() error { return e.Err }
+// the batch and nothing of it was enqueued.
+var ErrOutcomeUnknown = errors.New("jobs: the batch was enqueued whole or not at all")
 
 // trim drops the package prefix of a wrapped jobs error, so a message
 // names the package once.
@@ -76,8 +32,8 @@ type Item struct {
 // Enqueue appends a job with ordering key key ("" for none) to the tail of
 // the queue and returns its ULID, and publishes the ID on EnqueuedChannel
 // so an idle leader wakes at once. Anyone may call it; it needs no
-// leadership. A payload must hold 1 to MaxPayload bytes (ErrEmptyPayload,
-// ErrPayloadTooLarge), a key at most MaxKey (ErrKeyTooLong). Only the
+// leadership. The job is checked first (CheckItem: an error wrapping
+// ErrInvalidInput, and nothing written). Only the
 // append decides the result: a lost notice costs the leader one
 // PollInterval, while reporting it as a failure would invite a second
 // enqueue of the same job.
@@ -86,7 +42,7 @@ func (q *Queue) Enqueue(ctx context.Context, key string, payload []byte) (string
 }
 
 func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error) {
-	if err := checkItem(it); err != nil {
+	if err := CheckItem(it); err != nil {
 		return "", err
 	}
 	conn, want, err := q.acks.conn(ctx, q.cfg.Client, q.stream)
@@ -119,9 +75,9 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 // or none, and returns their ULIDs in the same order (which is also their
 // processing order); then it publishes one notice, the last ID.
 //
-// The batch is checked whole before anything is written: 1 to MaxBatch
-// items of 1 to MaxPayload bytes each (BatchError names the first bad
-// one), at most MaxBatchBytes in all. It is written as one MULTI/EXEC
+// The batch is checked whole before anything is written (CheckBatch: 1
+// to MaxBatch items, each as CheckItem checks it, a *BatchError naming
+// the first bad one, at most MaxBatchBytes in all). It is written as one MULTI/EXEC
 // transaction, so no job of another producer lands between its jobs, and
 // no leader sees a part of it. Redis does not roll a transaction back, but
 // every command in it is an XADD with a fresh ID to the same stream, so
@@ -134,7 +90,7 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 // a timeout) leaves the caller unable to tell whether the whole batch was
 // added; it is never partly added. Any other error means none was.
 func (q *Queue) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
-	if err := checkBatch(items); err != nil {
+	if err := CheckBatch(items); err != nil {
 		return nil, err
 	}
 	if len(items) == 1 { // all or none by itself
@@ -241,39 +197,6 @@ func (q *Queue) xadd(id string, it Item, now string) *redis.XAddArgs {
 		values = append(values, "key", it.Key)
 	}
 	return &redis.XAddArgs{Stream: q.stream, Values: values}
-}
-
-func checkItem(it Item) error {
-	switch {
-	case len(it.Payload) == 0:
-		return ErrEmptyPayload
-	case len(it.Payload) > MaxPayload:
-		return ErrPayloadTooLarge
-	case len(it.Key) > MaxKey:
-		return ErrKeyTooLong
-	case strings.ContainsFunc(it.Key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return ErrKeyInvalid
-	}
-	return nil
-}
-
-func checkBatch(items []Item) error {
-	switch {
-	case len(items) == 0:
-		return ErrNoJobs
-	case len(items) > MaxBatch:
-		return ErrTooManyJobs
-	}
-	total := 0
-	for i, it := range items {
-		if err := checkItem(it); err != nil {
-			return &BatchError{Index: i, Err: err}
-		}
-		if total += len(it.Payload) + len(it.Key); total > MaxBatchBytes {
-			return ErrBatchTooLarge
-		}
-	}
-	return nil
 }
 
 // EnqueuedChannel is the pub/sub channel Enqueue publishes new job IDs on;

@@ -25,32 +25,13 @@ var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 // dead-lettered at once, whatever its attempt.
 var ErrPermanent = errors.New("jobs: permanent failure")
 
-// ErrEmptyPayload, ErrPayloadTooLarge, ErrKeyTooLong and ErrKeyInvalid
-// are Enqueue's refusals: a job carries 1 to MaxPayload bytes, and a key
-// of at most MaxKey bytes without control characters (it travels in an
-// HTTP header and a command's environment).
-var (
-	ErrEmptyPayload    = errors.New("jobs: empty payload")
-	ErrPayloadTooLarge = fmt.Errorf("jobs: payload larger than %d bytes (1 MiB)", MaxPayload)
-	ErrKeyTooLong      = fmt.Errorf("jobs: ordering key longer than %d bytes", MaxKey)
-	ErrKeyInvalid      = errors.New("jobs: ordering key with a control character")
-)
-
 // ErrRedisFull is part of an enqueue's error when Redis refused the write
 // because its memory is full: used memory is above maxmemory, and with
 // noeviction (the only policy lockworker leads on) Redis refuses new
 // writes rather than evict what it holds. Nothing of the enqueue was
-// written; what was acknowledged before stays. Packages that cannot
-// import jobs find it by its method, RedisFull() bool.
-var ErrRedisFull error = redisFull{}
-
-type redisFull struct{}
-
-func (redisFull) Error() string {
-	return "jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
-		"raise maxmemory, or free memory (the leader trims jobs as it commits them; dead letters stay until requeued)"
-}
-func (redisFull) RedisFull() bool { return true }
+// written; what was acknowledged before stays.
+var ErrRedisFull = errors.New("jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
+	"raise maxmemory, or free memory (the leader trims jobs as it commits them; dead letters stay until requeued)")
 
 // full wraps a write's error in ErrRedisFull when Redis refused it for
 // memory (OOM).

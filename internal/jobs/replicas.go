@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,16 +17,7 @@ import (
 // acknowledged it in time (WAIT): a failover now could lose it. It is in
 // the queue and runs unless such a failover comes; an enqueue retried
 // after this error may add it twice (jobs are at-least-once anyway).
-// Packages that cannot import jobs find it by its method,
-// NotReplicated() bool.
-var ErrNotReplicated error = notReplicated{}
-
-type notReplicated struct{}
-
-func (notReplicated) Error() string {
-	return "jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)"
-}
-func (notReplicated) NotReplicated() bool { return true }
+var ErrNotReplicated = errors.New("jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)")
 
 // replicaCountTTL is how long a master's count of online replicas is
 // trusted before INFO replication is read again.

@@ -93,7 +93,7 @@ func (e *PartialError) Unwrap() error { return e.Err }
 // succeed, the error is a *PartialError that says which items were
 // enqueued.
 func (r *Router) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
-	if err := checkBatch(items); err != nil {
+	if err := CheckBatch(items); err != nil {
 		return nil, err
 	}
 	ids := make([]string, len(items))
