@@ -83,7 +83,8 @@ func (d *Daemon) onTransition(l *lane, from, to machine.State, tr machine.Trigge
 // when it leads any, waiting when it waits for any, else idle), and its
 // token 0.
 func (d *Daemon) record() roster.Record {
-	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short()}
+	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
+		PartitionCount: d.be.Partitions}
 	var lastErr string
 	var lastAt time.Time
 	for _, l := range d.lanes {
@@ -92,7 +93,7 @@ func (d *Daemon) record() roster.Record {
 			lastErr, lastAt = msg, at
 		}
 	}
-	rec.LastError = d.cfg.Scrub(lastErr)
+	rec.LastError, rec.LastErrorClass = d.cfg.Scrub(lastErr), jobs.ErrorClass(lastErr)
 	if !d.partitioned() {
 		l := d.lanes[0]
 		s := l.leader.Status()
