@@ -87,7 +87,7 @@ func TestHandlerOutputNotShownToStrangers(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken, "JOB_HANDLER=exec", "JOB_COMMAND=/bin/sh "+script,
-			"JOB_MAX_ATTEMPTS=1")
+			"JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 		w := startWorker(t, "cls-exec", env...)
 		leaderOf(t, 10*time.Second, w)
 		enqueueOne(t, env, card)
@@ -107,7 +107,8 @@ func TestHandlerOutputNotShownToStrangers(t *testing.T) {
 			_, _ = w.Write(body)
 		}))
 		t.Cleanup(srv.Close)
-		env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken, "JOB_HANDLER=http", "JOB_URL="+srv.URL)
+		env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken, "JOB_HANDLER=http", "JOB_URL="+srv.URL,
+			"JOB_ON_FAILURE=dead-letter")
 		w := startWorker(t, "cls-http", env...)
 		leaderOf(t, 10*time.Second, w)
 		enqueueOne(t, env, card)
