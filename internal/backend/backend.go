@@ -15,6 +15,7 @@ import (
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/operator"
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
@@ -117,6 +118,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 		nodes[i] = c
 	}
 	queues := make([]*jobs.Queue, b.Partitions)
+	counts := replicas.NewCounts(nil) // one count per master for every bump and enqueue
 	for p := range b.Partitions {
 		keys := b.Keys.Partition(p, b.Partitions)
 		l, err := redislock.New(redislock.Config{
@@ -128,6 +130,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			DriftFactor:    cfg.ClockDriftFactor,
 			NodeTimeout:    cfg.RedisNodeTimeout,
 			MinReplicas:    cfg.RedisMinReplicas,
+			ReplicaCounts:  counts,
 			ShardedNotices: b.laneSh,
 		})
 		if err != nil {
@@ -141,6 +144,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			ShardedNotices: b.laneSh,
 			MinReplicas:    cfg.RedisMinReplicas,
 			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip
+			ReplicaCounts:  counts,
 		}); err != nil {
 			return err
 		}

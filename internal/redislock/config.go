@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/replicas"
 )
 
 // MinTTL is the shortest lease TTL New accepts.
@@ -56,6 +57,10 @@ type Config struct {
 	// promoted replica would hand out again. Default 0: only the online
 	// replicas are waited for, and none when there are none.
 	MinReplicas int
+	// ReplicaCounts caches the masters' online replicas (package
+	// replicas); share one with the other locks and the job queues.
+	// Default: the Locker's own.
+	ReplicaCounts *replicas.Counts
 	// ShardedNotices publishes release notices with SPUBLISH (Redis
 	// Cluster's sharded pub/sub: the channel shares the key's slot) instead
 	// of PUBLISH. Default false.
@@ -110,6 +115,9 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ReplicaCounts == nil {
+		cfg.ReplicaCounts = replicas.NewCounts(cfg.Now)
 	}
 	if cfg.NodeNames == nil {
 		cfg.NodeNames = make([]string, len(cfg.Nodes))
