@@ -70,6 +70,20 @@ type Config struct {
 func (cfg *Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("redislock: "+format, args...)) }
+	cfg.checkNodes(bad)
+	if cfg.Keys.IsZero() {
+		bad("keys are required")
+	}
+	cfg.checkTimes(bad)
+	if cfg.MinReplicas < 0 {
+		bad("min replicas %d is negative", cfg.MinReplicas)
+	}
+	return errors.Join(errs...)
+}
+
+// checkNodes: one node, or an odd number of at least 3, none nil, and as
+// many names as nodes.
+func (cfg *Config) checkNodes(bad func(format string, args ...any)) {
 	switch n := len(cfg.Nodes); {
 	case n == 0:
 		bad("no nodes: give one node, or an odd number of at least 3 for Redlock")
@@ -86,24 +100,22 @@ func (cfg *Config) validate() error {
 	if cfg.NodeNames != nil && len(cfg.NodeNames) != len(cfg.Nodes) {
 		bad("%d node names for %d nodes", len(cfg.NodeNames), len(cfg.Nodes))
 	}
-	if cfg.Keys.IsZero() {
-		bad("keys are required")
-	}
+}
+
+// checkTimes: a TTL of at least MinTTL, a drift factor in [0, 0.5), and
+// a node timeout that is not negative and below the TTL.
+func (cfg *Config) checkTimes(bad func(format string, args ...any)) {
 	if cfg.TTL < MinTTL {
 		bad("TTL %s is below the minimum %s", cfg.TTL, MinTTL)
 	}
 	if math.IsNaN(cfg.DriftFactor) || cfg.DriftFactor < 0 || cfg.DriftFactor >= 0.5 {
 		bad("drift factor %v is outside [0, 0.5)", cfg.DriftFactor)
 	}
-	if cfg.MinReplicas < 0 {
-		bad("min replicas %d is negative", cfg.MinReplicas)
-	}
 	if cfg.NodeTimeout < 0 {
 		bad("node timeout %s is negative", cfg.NodeTimeout)
 	} else if cfg.TTL >= MinTTL && cfg.NodeTimeout >= cfg.TTL {
 		bad("node timeout %s must be below the TTL %s", cfg.NodeTimeout, cfg.TTL)
 	}
-	return errors.Join(errs...)
 }
 
 func (cfg *Config) setDefaults() {
