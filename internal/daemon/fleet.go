@@ -34,9 +34,11 @@ func (d *Daemon) laneChanged(prev, next *leader.Snapshot) {
 // one renewal or retry in a thousand): working when it leads any,
 // waiting when it waits for any. With one partition it also names its
 // token, as the lock's record always did.
-func (d *Daemon) record() roster.Record {
+func (d *Daemon) record() roster.Record { return d.recordOf(d.snapshots()) }
+
+// recordOf is the record the lanes' snapshots make.
+func (d *Daemon) recordOf(snaps []*leader.Snapshot) roster.Record {
 	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short()}
-	snaps := d.snapshots()
 	var lastErr string
 	var lastAt time.Time
 	for i, s := range snaps {

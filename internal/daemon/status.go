@@ -66,19 +66,19 @@ func (d *Daemon) maxConns() int {
 // this replica leads (the holder of each is `lockworker partitions`'s to
 // show).
 func (d *Daemon) status(ctx context.Context) httpapi.Status {
-	rec := d.record()
+	snaps := d.snapshots() // one reading serves every field
+	rec := d.recordOf(snaps)
 	st := httpapi.Status{
 		WorkerID: d.cfg.WorkerID, State: rec.State, Leader: rec.Leader, Token: rec.Token,
 		LockKey: d.be.Keys.Key(), Mode: string(d.be.Mode()), Partitions: d.be.Partitions,
 		Nodes: len(d.be.Clients), RedisOK: d.redisOK(), Version: d.build.Short(),
 	}
-	for _, s := range d.snapshots() {
+	for _, s := range snaps {
 		st.Lanes = append(st.Lanes, httpapi.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,
 			LeaseLeftMs: s.LeaseLeft().Milliseconds(), Reason: d.cfg.Scrub(s.Reason.String())})
 	}
-	if l, one := d.lock(); one {
-		s := l.leader.Snapshot()
-		st.State, st.LeaseLeft = s.State.String(), s.LeaseLeft().Milliseconds()
+	if _, one := d.lock(); one {
+		st.State, st.LeaseLeft = snaps[0].State.String(), snaps[0].LeaseLeft().Milliseconds()
 	} else {
 		for _, o := range rec.Partitions {
 			st.Leads = append(st.Leads, httpapi.LeadStatus{Partition: o.Partition, Token: o.Token,
