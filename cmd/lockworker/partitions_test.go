@@ -131,6 +131,19 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 		return true
 	})
 
+	// A job's lines carry its partition: each lane's handler logs with the
+	// lane's logger.
+	for _, w := range []*worker{a, b, c} {
+		for line := range strings.SplitSeq(w.out.String(), "\n") {
+			if strings.Contains(line, `msg="job command done"`) && !strings.Contains(line, " partition=") {
+				t.Fatalf("%s: a job's line without its partition: %s", w.name, line)
+			}
+		}
+	}
+	if !strings.Contains(a.out.String()+b.out.String()+c.out.String(), `msg="job command done"`) {
+		t.Fatal("no job's line to check")
+	}
+
 	// c stops: its partitions go to a and b, and it exits 0.
 	c.signal(syscall.SIGTERM)
 	if err, ok := c.exited(10 * time.Second); !ok || err != nil {
