@@ -249,6 +249,7 @@ func (l *Lane) guardsChanged() (machine.Move, bool) {
 	err := l.mayLead()
 	switch {
 	case err != nil && l.working():
+		l.why = refusedReason(err)
 		l.work.cancel(err) // work that ends ends the leadership
 	case err == nil && l.state == machine.WaitingToAcquireLock && l.why.Kind == Refused:
 		return machine.Move{Trigger: machine.RetryTimer}, true

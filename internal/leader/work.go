@@ -175,6 +175,7 @@ func (l *Lane) stepDown(token int64) {
 	}
 	l.log.Info("stepping down on request", "token", token, "holdMs", l.cfg.StepDownHold.Milliseconds())
 	l.quietUntil = time.Now().Add(l.cfg.StepDownHold)
+	l.why = Reason{Kind: SteppedDown, Until: l.quietUntil}
 	l.work.cancel(ErrSteppedDown)
 }
 

@@ -264,7 +264,14 @@ func (m *Machine) Stop() {
 // goroutine, in the order posted. Safe from any goroutine, Run's own
 // included, and never blocks; a message posted after Run returned is
 // dropped.
-func (m *Machine) Post(msg any) { m.inbox.put(msg) }
+func (m *Machine) Post(msg any) {
+	select {
+	case <-m.exited:
+		return
+	default:
+		m.inbox.put(msg)
+	}
+}
 
 // State returns the current state; safe from any goroutine.
 func (m *Machine) State() State {
