@@ -60,7 +60,8 @@ test:
 ## round trip and with group commit, beside the raw round trip, as one
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
-## about 11 minutes). The bench is a module of its own
+## about 11 minutes); a flood of half-open connections against one replica
+## (about 30 seconds). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -69,6 +70,7 @@ bench: redis-server build
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
+	cd bench && $(GO) run ./cmd/floodbench -bin $(abspath $(BIN))
 
 ## bench-partitions: what partitions buy and cost, with 3 real replicas per
 ## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):

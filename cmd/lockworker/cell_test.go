@@ -59,7 +59,7 @@ func TestDeadLettersQuoteEscapes(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '\\033[2J\\033]0;pwned\\007' >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOB_HANDLER=exec", "JOB_COMMAND="+script, "JOB_MAX_ATTEMPTS=1")
+	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOB_HANDLER=exec", "JOB_COMMAND="+script, "JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 	w := startWorker(t, "dl", env...)
 	poll.Until(t, 10*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -151,10 +152,12 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 	}
 	// On waking, the work's deadline timer, the renew timer or the job that
 	// was running runs first; each checks the local deadline before
-	// anything else (the job's commit is refused, not sent).
+	// anything else (the job's commit is refused, not sent), and says so
+	// with its reason wherever it finds the lease invalid (between jobs
+	// too).
 	noticed := func(line string) bool {
 		return strings.Contains(line, "lease deadline passed") || strings.Contains(line, "local deadline passed") ||
-			strings.Contains(line, "lease no longer valid: not recording the job")
+			strings.Contains(line, "lease no longer valid")
 	}
 	poll.Until(t, 3*time.Second, "a notices its lease ended", func() bool {
 		return slices.ContainsFunc(afterWake(), noticed)
@@ -219,10 +222,16 @@ func TestBadConfigExitsTwo(t *testing.T) {
 		"REDIS_URLS=redis://127.0.0.1:7001,redis://127.0.0.1:7002,redis://localhost:7001": "REDIS_URLS",
 		"REDIS_MODE=sentinel": "REDIS_SENTINEL_MASTER",
 		"REDIS_MODE=ring":     "REDIS_MODE",
+		"JOBS_TOKEN=short":    "JOBS_TOKEN",
+		"JOB_HANDLER=python":  "JOB_HANDLER",
 	}
 	for env, want := range tests {
 		t.Run(env, func(t *testing.T) {
-			cmd := exec.Command(binary)
+			// Bounded: a setting let through starts a replica that would
+			// run until the test binary's timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary)
 			cmd.Env = []string{env}
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -237,5 +246,28 @@ func TestBadConfigExitsTwo(t *testing.T) {
 	err := runCLI(t, nil, []string{"PORT=0"}, &strings.Builder{})
 	if exitCode(err) != 2 {
 		t.Fatalf("run with PORT=0: %v; want exit code 2", err)
+	}
+}
+
+// TestBadConfigReportsEveryVariable: the binary prints every bad variable
+// of one run, each on a line of its own naming it, in words (not
+// strconv's), and exits 2 without starting.
+func TestBadConfigReportsEveryVariable(t *testing.T) {
+	cmd := exec.Command(binary)
+	cmd.Env = []string{"PORT=abc", "WORKER_ID=two words", "RENEW_INTERVAL=LOCK_TTL", "JOBS_TOKEN=short"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit: %v; want code 2\n%s", err, out)
+	}
+	want := strings.Join([]string{
+		"lockworker: invalid configuration:",
+		`PORT: "abc" is not a port number`,
+		`RENEW_INTERVAL: "LOCK_TTL" is not a duration such as 5s or 500ms`,
+		`WORKER_ID: must be 1 to 128 printable ASCII characters without spaces (it is also the replica's Redis client name), got "two words"`,
+		"JOBS_TOKEN: must be at least 16 bytes (it guards POST /jobs), got 5; generate one with: openssl rand -hex 32",
+	}, "\n") + "\n"
+	if string(out) != want {
+		t.Fatalf("printed\n%s\nwant\n%s", out, want)
 	}
 }

@@ -58,7 +58,7 @@ func TestDashboardFleet(t *testing.T) {
 	// A job whose payload is "fail" fails (grep finds no other line), into
 	// the dead letters at once; the others succeed.
 	env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken, "JOBS_TOKEN="+testJobsToken, "LOG_LEVEL=info",
-		"JOB_HANDLER=exec", "JOB_COMMAND=grep -qv fail", "JOB_MAX_ATTEMPTS=1")
+		"JOB_HANDLER=exec", "JOB_COMMAND=grep -qv fail", "JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 	w1 := startWorker(t, "worker-1", env...)
 	poll.Until(t, 10*time.Second, "worker-1 leads", func() bool { return len(leaders(w1)) == 1 })
 	w2, w3 := startWorker(t, "worker-2", env...), startWorker(t, "worker-3", env...)

@@ -15,20 +15,27 @@ import (
 
 // deadLetterReport is one line of `lockworker deadletters --json`.
 type deadLetterReport struct {
-	ID       string    `json:"id"`
-	Attempts int       `json:"attempts"`
-	FailedAt time.Time `json:"failedAt"`
-	Token    int64     `json:"token"`
-	Error    string    `json:"error"`
-	Payload  string    `json:"payload"`
+	ID        string    `json:"id"`
+	Key       string    `json:"key"`
+	Partition int       `json:"partition"`
+	Attempts  int       `json:"attempts"`
+	FailedAt  time.Time `json:"failedAt"`
+	Token     int64     `json:"token"`
+	Error     string    `json:"error"`
+	SkippedBy string    `json:"skippedBy,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Payload   string    `json:"payload"`
 }
 
 const deadLettersUsage = `usage: lockworker deadletters [--n N] [--json]
 
-Lists the jobs that failed JOB_MAX_ATTEMPTS times and left the queue,
-newest first: each one's ID, attempts, when it gave up, the fencing token
-of the leader that gave up and its last error (the end of an exec
-command's stderr). lockworker requeue ID puts one back.
+Lists the jobs that left the queue without being committed, newest
+first: skipped by an operator (lockworker skip), or, with
+JOB_ON_FAILURE=dead-letter, failed for good. For each: its ID, key
+("" for none), partition, attempts, when it left, the fencing token of
+the leader that gave up on it and its last error (the end of an exec
+command's stderr), and for a skipped job who skipped it and why.
+lockworker requeue ID puts one back at the head of its key.
   --n N   show at most N (default 20; 0 for all)
   --json  print JSON, with the payloads
 
@@ -45,20 +52,21 @@ func runDeadLetters(ctx context.Context, getenv func(string) string, args []stri
 	if *limit < 0 {
 		return usageError("deadletters", "--n must be 0 (all) or more, got %d", *limit)
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	dead, err := p.Queues.DeadLetters(ctx, *limit)
 	if err != nil {
-		return err
+		return failed("deadletters", "read the dead letters", err)
 	}
 	if *asJSON {
 		out := make([]deadLetterReport, 0, len(dead))
 		for _, d := range dead {
-			out = append(out, deadLetterReport{ID: d.ID, Attempts: d.Attempts, FailedAt: d.FailedAt,
-				Token: d.Token, Error: d.Error, Payload: string(d.Payload)})
+			out = append(out, deadLetterReport{ID: d.ID, Key: d.Key, Partition: d.Partition, Attempts: d.Attempts,
+				FailedAt: d.FailedAt, Token: d.Token, Error: d.Error, SkippedBy: d.SkippedBy, Reason: d.SkipReason,
+				Payload: string(d.Payload)})
 		}
 		return printJSON(stdout, out)
 	}
@@ -67,9 +75,14 @@ func runDeadLetters(ctx context.Context, getenv func(string) string, args []stri
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tATTEMPTS\tFAILED AT\tTOKEN\tERROR")
+	fmt.Fprintln(tw, "ID\tKEY\tPARTITION\tATTEMPTS\tFAILED AT\tTOKEN\tERROR")
 	for _, d := range dead {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", cell(d.ID), d.Attempts, d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(d.Error, 120))
+		why := d.Error
+		if d.SkippedBy != "" {
+			why = fmt.Sprintf("skipped by %s: %s (last error: %s)", d.SkippedBy, d.SkipReason, d.Error)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\n", cell(d.ID), printable(d.Key), d.Partition, d.Attempts,
+			d.FailedAt.UTC().Format(time.RFC3339), d.Token, oneLine(why, 120))
 	}
 	return tw.Flush()
 }

@@ -18,7 +18,7 @@ import (
 // its error; `deadletters` shows it and `requeue` puts it back as a new job.
 func TestDeadLettersAndRequeue(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
-	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
+	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 	w := startWorker(t, "dl", env...)
 	poll.Until(t, 5*time.Second, "leads", func() bool { return len(leaders(w)) == 1 })
 	enqueueN(t, env, 1)
@@ -47,7 +47,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 		t.Fatalf("requeue printed %q", out.String())
 	}
 	out.Reset()
-	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err == nil || !strings.Contains(err.Error(), "no such dead letter") {
+	if err := runCLI(t, []string{"requeue", d.ID}, env, &out); err == nil || !strings.Contains(err.Error(), "no dead letter "+d.ID) {
 		t.Fatalf("a second requeue of the same ID: %v; want a not-found error", err)
 	}
 }

@@ -89,7 +89,7 @@ func TestACLUserFromDocs(t *testing.T) {
 		t.Fatalf("%s: %v", line[1], err)
 	}
 	url := "redis://lockworker:s3cret@" + r.Addr()
-	env := append(fastEnv(url), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1")
+	env := append(fastEnv(url), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 	a := startWorker(t, "acl-a", env...)
 	poll.Until(t, 5*time.Second, "a leads", func() bool { return len(leaders(a)) == 1 })
 	b := startWorker(t, "acl-b", env...)
@@ -99,7 +99,7 @@ func TestACLUserFromDocs(t *testing.T) {
 	})
 	enqueueN(t, env, 1)
 	if err := run(t.Context(), []string{"enqueue", "--lines"}, config.Getenv(env), strings.NewReader("x\ny\n"), &strings.Builder{}, &strings.Builder{}); err != nil {
-		t.Fatalf("enqueue --lines: %v", err) // MULTI, XADD, EXEC
+		t.Fatalf("enqueue --lines: %v", err) // one script
 	}
 	var id string
 	poll.Until(t, 10*time.Second, "a dead letter", func() bool {

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/lines"
@@ -30,9 +31,11 @@ prints their IDs in the same order, one per line. Lines end with \n or
 8 MiB in all: a bad line is named by its number and nothing is enqueued.
   --key K        the jobs' ordering key: jobs of one key run one at a
                  time, in enqueue order (with PARTITIONS > 1 the key
-                 picks the partition; without a key, the job's ID does)
+                 picks the partition; without a key, the job's ID does);
+                 1 to 1024 bytes, not only spaces, no control character.
+                 A --key given empty is refused: leave it out for none
   --key-field F  with --lines: each line is a JSON object, and its string
-                 field F is that line's key
+                 field F is that line's key, held to the same rule
 
 An enqueued job waits in Redis until the leader takes it; nothing needs
 to be running now. For HTTP, a replica's POST /jobs does the same (with
@@ -51,13 +54,8 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 	if help, err := parseFlags(fs, args, enqueueUsage, stdout); help || err != nil {
 		return err
 	}
-	switch {
-	case *key != "" && *field != "":
-		return usageError("enqueue", "give --key or --key-field, not both")
-	case *field != "" && !*perLine:
-		return usageError("enqueue", "--key-field goes with --lines")
-	case len(*key) > jobs.MaxKey || strings.ContainsFunc(*key, unicode.IsControl):
-		return usageError("enqueue", "--key: at most %d bytes, no control characters", jobs.MaxKey)
+	if err := checkKeyFlags(fs, *key, *field, *perLine); err != nil {
+		return err
 	}
 	if *perLine {
 		return enqueueLines(ctx, getenv, fs.Args(), *key, *field, in, stdout)
@@ -66,17 +64,42 @@ func runEnqueue(ctx context.Context, getenv func(string) string, args []string, 
 	if err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	if err := jobs.CheckItem(jobs.Item{Key: *key, Payload: payload}); err != nil {
+		return inputError("enqueue: %s", reason(err))
+	}
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	id, _, err := p.Queues.Enqueue(ctx, *key, payload)
 	if err != nil {
-		return fmt.Errorf("enqueue: %w", err)
+		return enqueueFailed(err)
 	}
 	_, err = fmt.Fprintln(stdout, id)
 	return err
+}
+
+// checkKeyFlags checks --key and --key-field. A --key that is given is
+// held to the queue's rule for keys (jobs.CheckKey) even when empty:
+// --key "$CUSTOMER" with the variable unset must not drop the jobs'
+// order without a word.
+func checkKeyFlags(fs *flag.FlagSet, key, field string, perLine bool) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch {
+	case given["key"] && given["key-field"]:
+		return usageError("enqueue", "give --key or --key-field, not both")
+	case given["key-field"] && !perLine:
+		return usageError("enqueue", "--key-field goes with --lines")
+	case given["key-field"] && field == "":
+		return usageError("enqueue", "--key-field must name a field")
+	case given["key"]:
+		if err := jobs.CheckKey(key); err != nil {
+			return usageError("enqueue", "--key %q: %s; leave --key out for jobs without a key", key, reason(err))
+		}
+	}
+	return nil
 }
 
 // enqueueLines is enqueue --lines: the whole of stdin is read and checked
@@ -85,73 +108,75 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 	if len(args) > 0 {
 		return usageError("enqueue", "--lines reads the jobs from stdin and takes no arguments")
 	}
-	payloads, err := lines.Read(in, lines.Limits{MaxBytes: jobs.MaxBatchBytes, MaxLines: jobs.MaxBatch, MaxLineBytes: jobs.MaxPayload}, nil)
+	payloads, err := lines.Read(in, jobs.BatchLines(), nil)
 	var bad *lines.Error
 	switch {
 	case errors.As(err, &bad):
 		return inputError("enqueue: %v; nothing enqueued", bad)
 	case err != nil:
-		return fmt.Errorf("enqueue: %w", err)
+		return fmt.Errorf("enqueue: read stdin: %w", err)
 	}
-	items := make([]jobs.Item, len(payloads))
-	for i, pl := range payloads {
-		items[i] = jobs.Item{Key: key, Payload: pl}
-		if field == "" {
-			continue
-		}
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(pl, &obj) != nil || json.Unmarshal(obj[field], &items[i].Key) != nil || items[i].Key == "" ||
-			len(items[i].Key) > jobs.MaxKey || strings.ContainsFunc(items[i].Key, unicode.IsControl) {
-			return inputError("enqueue: job %d: no string field %q of 1 to %d bytes without control characters for its key; nothing enqueued",
-				i+1, field, jobs.MaxKey)
-		}
+	items, err := jobs.Keyed(payloads, key, field)
+	if err != nil {
+		return inputError("enqueue: %s; nothing enqueued", reason(err))
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, "enqueue", getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	ids, err := p.Queues.EnqueueMany(ctx, items)
 	var partial *jobs.PartialError
-	if errors.As(err, &partial) {
-		w := bufio.NewWriter(stdout)
-		for _, id := range partial.IDs {
-			fmt.Fprintln(w, cmp.Or(id, "-"))
-		}
-		_ = w.Flush()
-		return fmt.Errorf("enqueue: %w (the IDs printed are the jobs enqueued, - the others)", err)
-	}
-	if err != nil {
-		if errors.Is(err, jobs.ErrOutcomeUnknown) {
-			return fmt.Errorf("enqueue: %w", err)
-		}
-		return fmt.Errorf("enqueue: %w; nothing enqueued", err)
+	switch {
+	case errors.As(err, &partial):
+		ids = partial.IDs
+		n := len(ids) - len(slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id != "" }))
+		err = say(err, "enqueue: %d of %d jobs enqueued (their IDs printed, - for the others); the rest: %s", n, len(ids), cause(partial.Err))
+	case err != nil:
+		return enqueueFailed(err)
 	}
 	w := bufio.NewWriter(stdout)
 	for _, id := range ids {
-		fmt.Fprintln(w, id)
+		fmt.Fprintln(w, cmp.Or(id, "-"))
 	}
-	return w.Flush()
+	return cmp.Or(w.Flush(), err)
+}
+
+// enqueueFailed is an enqueue's error that is not the input's, as one
+// sentence: what Redis did, and what it means for the jobs.
+func enqueueFailed(err error) error {
+	var refused redis.Error
+	switch {
+	case errors.Is(err, jobs.ErrInvalidInput):
+		return inputError("enqueue: %s", reason(err))
+	case errors.Is(err, jobs.ErrRedisFull):
+		return say(err, "enqueue: %s; nothing enqueued", reason(jobs.ErrRedisFull))
+	case errors.Is(err, jobs.ErrNotReplicated):
+		return say(err, "enqueue: %s; REDIS_MIN_REPLICAS says how many must acknowledge", reason(jobs.ErrNotReplicated))
+	case errors.Is(err, jobs.ErrOutcomeUnknown):
+		return say(err, "enqueue: Redis did not answer (%s): the jobs were enqueued whole or not at all", cause(err))
+	case errors.As(err, &refused):
+		return say(err, "enqueue: Redis refused (%s); nothing enqueued", cause(err))
+	}
+	return say(err, "enqueue: Redis did not answer (%s): the job may or may not be enqueued", cause(err))
 }
 
 // readPayload is the arguments joined by spaces, or stdin when there are
-// none, within the queue's bounds.
+// none, read up to one byte past the queue's bound.
 func readPayload(args []string, in io.Reader) ([]byte, error) {
-	var payload []byte
 	if len(args) > 0 {
-		payload = []byte(strings.Join(args, " "))
-	} else {
-		b, err := io.ReadAll(io.LimitReader(in, jobs.MaxPayload+1))
-		if err != nil {
-			return nil, fmt.Errorf("read the payload from stdin: %w", err)
+		payload := []byte(strings.Join(args, " "))
+		if len(payload) == 0 {
+			return nil, usageError("enqueue", "no payload: give it as arguments or on stdin")
 		}
-		payload = b
+		return payload, nil
 	}
+	payload, err := io.ReadAll(io.LimitReader(in, jobs.MaxPayload+1))
 	switch {
+	case err != nil:
+		return nil, fmt.Errorf("enqueue: read the payload from stdin: %w", err)
 	case len(payload) == 0:
 		return nil, usageError("enqueue", "no payload: give it as arguments or on stdin")
-	case len(payload) > jobs.MaxPayload:
-		return nil, inputError("enqueue: payload larger than 1 MiB (%d bytes)", jobs.MaxPayload)
 	}
 	return payload, nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,15 +57,18 @@ func TestEnqueueArguments(t *testing.T) {
 func TestEnqueueLines(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
-	stream := keys(t).Lease().Stream()
+	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	queue := func() (ids, payloads []string) {
 		t.Helper()
-		msgs, err := r.Client().XRange(t.Context(), stream, "-", "+").Result()
+		all, err := q.Unfinished(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range msgs {
-			ids, payloads = append(ids, m.Values["id"].(string)), append(payloads, m.Values["payload"].(string))
+		for _, j := range all {
+			ids, payloads = append(ids, j.ID), append(payloads, string(j.Payload))
 		}
 		return ids, payloads
 	}
@@ -202,5 +207,102 @@ func TestBulkEnqueueProcessed(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the leader ran\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestKeysRefusedEverywhere: one rule for an ordering key, from the
+// binary, on the command line (--key, --key-field) and over HTTP
+// (Lockworker-Key, Lockworker-Key-Field): a key given empty or blank
+// (--key "$CUSTOMER" with the variable unset), or with a tab in it, is
+// refused with a message naming the key (exit 2, 400), and nothing is
+// enqueued; the same key left out enqueues a job without one.
+func TestKeysRefusedEverywhere(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
+	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() int64 {
+		t.Helper()
+		st, err := q.Stats(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Pending
+	}
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{[]string{"enqueue", "--key", "", "x"}, "", `enqueue: --key "": ordering key empty or only spaces`},
+		{[]string{"enqueue", "--key", "  ", "x"}, "", `enqueue: --key "  ": ordering key empty or only spaces`},
+		{[]string{"enqueue", "--key=", "x"}, "", `enqueue: --key "": ordering key empty or only spaces`},
+		{[]string{"enqueue", "--key", "a\tb", "x"}, "", `enqueue: --key "a\tb": ordering key with a control character`},
+		{[]string{"enqueue", "--lines", "--key", ""}, "1\n", `enqueue: --key "": ordering key empty or only spaces`},
+		{[]string{"enqueue", "--lines", "--key-field", "c"}, "{\"c\":\"k\"}\n{\"c\":\" \"}\n",
+			`enqueue: job 2: key field "c": ordering key empty or only spaces; nothing enqueued`},
+		{[]string{"enqueue", "--lines", "--key-field", "c"}, "{\"c\":\"a\\tb\"}\n",
+			`enqueue: job 1: key field "c": ordering key with a control character; nothing enqueued`},
+	} {
+		cmd := exec.Command(binary, tc.args...)
+		cmd.Env, cmd.Stdin = env, strings.NewReader(tc.stdin)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "lockworker: "+tc.want) {
+			t.Errorf("%q: %v\n%s\nwant exit 2 and %q", tc.args, err, out, tc.want)
+		}
+	}
+	if n := queued(); n != 0 {
+		t.Fatalf("%d jobs enqueued by refused commands", n)
+	}
+
+	w := startWorker(t, "keys", env...)
+	poll.Until(t, 10*time.Second, "the replica answers", func() bool { _, ok := w.status(); return ok })
+	post := func(contentType, body string, header http.Header) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url("/jobs"), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header
+		req.Header.Set("Authorization", "Bearer "+testJobsToken)
+		req.Header.Set("Content-Type", contentType)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var ans struct{ Error string }
+		_ = json.NewDecoder(res.Body).Decode(&ans)
+		return res.StatusCode, ans.Error
+	}
+	for _, tc := range []struct {
+		header http.Header
+		want   string
+	}{
+		{http.Header{"Lockworker-Key": {"a\tb"}}, "Lockworker-Key: ordering key with a control character"},
+		{http.Header{"Lockworker-Key": {""}}, "Lockworker-Key: ordering key empty or only spaces"},
+		{http.Header{"Lockworker-Key": {"   "}}, "Lockworker-Key: ordering key empty or only spaces"},
+	} {
+		for _, ct := range []string{"text/plain", "application/x-ndjson"} {
+			if code, msg := post(ct, "1\n", tc.header); code != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+				t.Errorf("POST /jobs (%s) with %q: %d %q; want 400 and %q", ct, tc.header, code, msg, tc.want)
+			}
+		}
+	}
+	code, msg := post("application/x-ndjson", "{\"c\":\"k\"}\n{\"c\":\"a\\tb\"}\n", http.Header{"Lockworker-Key-Field": {"c"}})
+	if want := `job 2: key field "c": ordering key with a control character`; code != http.StatusBadRequest || !strings.Contains(msg, want) {
+		t.Errorf("POST /jobs with a tab in a line's key: %d %q; want 400 and %q", code, msg, want)
+	}
+	if n := queued(); n != 0 {
+		t.Fatalf("%d jobs enqueued by refused requests", n)
+	}
+	if code, msg := post("text/plain", "x", http.Header{}); code != http.StatusAccepted {
+		t.Fatalf("POST /jobs without a key: %d %q", code, msg)
+	}
+	if err := runCLI(t, []string{"enqueue", "y"}, env, &strings.Builder{}); err != nil {
+		t.Fatalf("enqueue without --key: %v", err)
 	}
 }

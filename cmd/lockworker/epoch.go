@@ -41,7 +41,7 @@ func runEpoch(ctx context.Context, getenv func(string) string, args []string, st
 	case *raise < 0:
 		return usageError("epoch", "--raise-to must not be negative, got %d", *raise)
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
@@ -55,13 +55,17 @@ func runEpoch(ctx context.Context, getenv func(string) string, args []string, st
 	} else if _, err := onePartition("epoch", p, *part); err != nil {
 		return err
 	}
+	doing := "read the epoch"
+	if raising {
+		doing = "raise the epoch"
+	}
 	for _, n := range parts {
 		prefix := ""
 		if p.Partitions > 1 {
 			prefix = fmt.Sprintf("partition %d: ", n)
 		}
 		if err := epochOf(ctx, p.Lockers[n], raising, *raise, prefix, stdout); err != nil {
-			return err
+			return failed("epoch", prefix+doing, err)
 		}
 	}
 	return nil

@@ -21,14 +21,12 @@ Mermaid renders in Markdown. Needs no configuration and no Redis.
 // drift from the code. It needs no configuration and no Redis.
 func runGraph(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	format := fs.String("format", "dot", "dot or mermaid")
+	var format machine.Format
+	fs.TextVar(&format, "format", machine.FormatDOT, "dot or mermaid")
 	if help, err := noArgs(fs, args, graphUsage, stdout); help || err != nil {
 		return err
 	}
-	if *format != "dot" && *format != "mermaid" {
-		return usageError("graph", "--format must be dot or mermaid, got %q", *format)
-	}
-	out, err := machine.Chart(*format)
+	out, err := machine.Chart(format)
 	if err != nil {
 		return err
 	}

@@ -34,11 +34,11 @@ func runHealthcheck(ctx context.Context, getenv func(string) string, args []stri
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
+		return say(err, "healthcheck: no answer from a replica on port %d (PORT): %s", cfg.Port, cause(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: /healthz answered %s", resp.Status)
+		return fmt.Errorf("healthcheck: the replica on port %d answered %s to /healthz", cfg.Port, resp.Status)
 	}
 	return nil
 }

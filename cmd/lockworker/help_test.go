@@ -72,6 +72,7 @@ func TestEverySubcommandHelps(t *testing.T) {
 func TestEveryFlagIsInTheHelp(t *testing.T) {
 	flags := map[string][]string{
 		"status": {"json"}, "partitions": {"json"}, "history": {"n", "json"}, "deadletters": {"n", "json"},
+		"parked": {"json"}, "requeue": {"tail"}, "retry": {"key", "job"}, "skip": {"key", "job", "reason"},
 		"enqueue": {"lines"}, "epoch": {"raise-to"}, "graph": {"format"}, "version": {"json"}, "demo": {"verbose"},
 	}
 	for _, cmd := range subcommands(t) {
@@ -98,6 +99,10 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{"history", "--n", "-1"},
 		{"deadletters", "--n", "x"},
 		{"requeue"},
+		{"requeue", "--tail"},
+		{"retry"},
+		{"skip", "--reason", "x"},
+		{"parked", "extra"},
 		{"epoch", "--raise-to", "-5"},
 		{"epoch", "7"},
 		{"graph", "--format", "png"},

@@ -44,14 +44,14 @@ func runHistory(ctx context.Context, getenv func(string) string, args []string, 
 	if *limit < 0 {
 		return usageError("history", "--n must be 0 (all) or more, got %d", *limit)
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	entries, err := p.History.List(ctx, *limit)
 	if err != nil {
-		return err
+		return failed("history", "read the leaderships", err)
 	}
 	out := make([]historyReport, 0, len(entries))
 	for _, e := range entries {

@@ -383,7 +383,9 @@ func TestHTTPHandlerFencedByTheExampleStore(t *testing.T) {
 // the fleet's epoch (it saw a token from another fleet, or Redis lost its
 // epoch) answers 409 to every leadership: each gives its leadership up
 // through the chart (recorded as fenced), the job is never counted as a
-// failure, and once an operator raises the epoch past the store's fence
+// failure, and the third such leadership parks the job's key, with an
+// error naming the way out, instead of moving the lock forever. Once an
+// operator raises the epoch past the store's fence and retries the key,
 // the job is applied as its first attempt.
 func TestHTTPHandlerStoreAheadOfTheEpoch(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
@@ -407,6 +409,7 @@ func TestHTTPHandlerStoreAheadOfTheEpoch(t *testing.T) {
 	if err := runCLI(t, []string{"enqueue", "the-job"}, env, &out); err != nil {
 		t.Fatalf("enqueue: %v\n%s", err, out.String())
 	}
+	id := strings.TrimSpace(out.String())
 	// More fenced leaderships than JOB_MAX_ATTEMPTS: a counted attempt
 	// would have dead-lettered the job by now.
 	poll.Until(t, 30*time.Second, "three leaderships ended by the store's 409", func() bool {
@@ -427,9 +430,20 @@ func TestHTTPHandlerStoreAheadOfTheEpoch(t *testing.T) {
 	if err := runCLI(t, []string{"deadletters"}, env, &out); err != nil || strings.Contains(out.String(), "the-job") || strings.Contains(out.String(), "409") {
 		t.Fatalf("deadletters: %v\n%s", err, out.String())
 	}
+	poll.Until(t, 10*time.Second, "the job's key parked", func() bool {
+		out.Reset()
+		return runCLI(t, []string{"parked"}, env, &out) == nil && strings.Contains(out.String(), id)
+	})
+	if !strings.Contains(out.String(), "epoch --raise-to") {
+		t.Fatalf("parked: the error does not name the way out:\n%s", out.String())
+	}
 	out.Reset()
 	if err := runCLI(t, []string{"epoch", "--raise-to", "100"}, env, &out); err != nil {
 		t.Fatalf("epoch --raise-to 100: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := runCLI(t, []string{"retry", "--job", id}, env, &out); err != nil {
+		t.Fatalf("retry --job %s: %v\n%s", id, err, out.String())
 	}
 	poll.Until(t, 30*time.Second, "the job applied after the raise", func() bool {
 		_, ok := store.data(t).byPayload("the-job")

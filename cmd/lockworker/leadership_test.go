@@ -91,7 +91,7 @@ func TestEpochPushedBehindTheLeader(t *testing.T) {
 // its leadership up. Each panic's stack is logged once.
 func TestHandlerPanicIsDeadLettered(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
-	env := append(fastEnv(r.URL()), "JOB_MAX_ATTEMPTS=2", "LOCKWORKER_FAULTS=handler-panic")
+	env := append(fastEnv(r.URL()), "JOB_MAX_ATTEMPTS=2", "JOB_ON_FAILURE=dead-letter", "LOCKWORKER_FAULTS=handler-panic")
 	w := startWorker(t, "panicky", env...)
 	leaderOf(t, 5*time.Second, w)
 	var out strings.Builder

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -91,11 +90,13 @@ func TestIdleConnectionsDoNotStarveTheReplica(t *testing.T) {
 	fdsCrowd, rssCrowd := openFDs(t, pid), rssKiB(t, pid)
 	t.Logf("%d idle connections opened (%d answered): descriptors %d -> %d, RSS %d -> %d KiB",
 		crowd, answered, fdsBefore, fdsCrowd, rssBefore, rssCrowd)
-	// A connection admitted just before the one before it was marked idle
-	// takes a spare (httpapi.ProbeConns) instead of evicting it; the Redis
-	// pool may grow by a connection or two meanwhile.
-	if fdsCrowd > fdsBefore+maxConns+httpapi.ProbeConns+4 {
-		t.Errorf("the crowd holds %d descriptors, want at most HTTP_MAX_CONNS (%d) and the spares more than the %d before", fdsCrowd, maxConns, fdsBefore)
+	// A request that comes in just before the one before it was marked
+	// idle is answered without a place and closed after its answer instead
+	// of evicting it: a few such may still be closing; the Redis pool may
+	// grow by a connection or two meanwhile.
+	const closing = 8
+	if fdsCrowd > fdsBefore+maxConns+closing+4 {
+		t.Errorf("the crowd holds %d descriptors, want at most HTTP_MAX_CONNS (%d) and a few closing more than the %d before", fdsCrowd, maxConns, fdsBefore)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(w.url(path))

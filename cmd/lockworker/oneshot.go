@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backend"
+	"github.com/lockworker/lockworker/internal/config"
 )
 
 // oneShotTimeout bounds a command-line call (status, enqueue, ...) to Redis.
@@ -17,10 +19,11 @@ const oneShotTimeout = 5 * time.Second
 // releases both. Redis must answer first (backend.Reach), so a Redis
 // that is down is named as such ("cannot reach Redis at ... (REDIS_URLS):
 // connection refused") rather than by whichever command met it first;
-// then PARTITIONS must be the fleet's.
+// then PARTITIONS must be the fleet's. cmd names the command in the
+// errors it did not expect.
 // go-redis's own log lines are dropped: the command reports its error
 // itself.
-func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend, context.Context, func(), error) {
+func oneShot(ctx context.Context, cmd string, getenv func(string) string) (*backend.Backend, context.Context, func(), error) {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return nil, nil, nil, err
@@ -41,6 +44,9 @@ func oneShot(ctx context.Context, getenv func(string) string) (*backend.Backend,
 	}
 	if err := b.CheckPartitions(ctx); err != nil {
 		done()
+		if !errors.Is(err, config.ErrInvalid) {
+			err = failed(cmd, "read the partition count", err)
+		}
 		return nil, nil, nil, err
 	}
 	return b, ctx, done, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 	if help, err := noArgs(fs, args, stepDownUsage, stdout); help || err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
@@ -42,8 +43,13 @@ func runStepDown(ctx context.Context, getenv func(string) string, args []string,
 		return err
 	}
 	h, err := p.Operator.StepDown(ctx, n)
-	if err != nil {
-		return err
+	switch {
+	case errors.Is(err, operator.ErrNoLeader):
+		return say(err, "stepdown: no replica leads, so none can step down")
+	case err != nil && h.From.Held && ctx.Err() != nil:
+		return say(err, "stepdown: %s (token %d) still leads: it did not step down within %s", cell(h.From.WorkerID), h.From.Token, oneShotTimeout)
+	case err != nil:
+		return failed("stepdown", "ask the leader to step down", err)
 	}
 	if !h.To.Held {
 		_, err = fmt.Fprintf(stdout, "%s (token %d) stepped down after %dms; no replica leads yet\n",
@@ -75,7 +81,7 @@ func runPause(ctx context.Context, getenv func(string) string, args []string, st
 	if help, err := noArgs(fs, args, pauseUsage, stdout); help || err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
@@ -85,7 +91,7 @@ func runPause(ctx context.Context, getenv func(string) string, args []string, st
 		return err
 	}
 	if err := p.Operator.Pause(ctx, n); err != nil {
-		return err
+		return failed("pause", "write the pause", err)
 	}
 	_, err = fmt.Fprintf(stdout, "%s paused: the leader takes no new job until lockworker resume\n", what)
 	return err
@@ -107,7 +113,7 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 	if help, err := noArgs(fs, args, resumeUsage, stdout); help || err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
@@ -117,7 +123,7 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 		return err
 	}
 	if err := p.Operator.Resume(ctx, n); err != nil {
-		return err
+		return failed("resume", "lift the pause", err)
 	}
 	_, err = fmt.Fprintf(stdout, "%s resumed\n", what)
 	return err

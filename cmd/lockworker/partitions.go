@@ -21,12 +21,13 @@ const partitionsUsage = `usage: lockworker partitions [--json]
 Lists every partition of the fleet (one without partitions) straight from
 Redis: its owner (the worker ID that holds its lease, or - when nobody
 does), the owner's fencing token, the jobs pending and how long the
-oldest of them has waited, the jobs committed and dead-lettered, and
-whether an operator paused it; then how many partitions each replica
-owns. The leases and the queues are read side by side, not atomically.
+oldest one that may run has waited, the keys with a job in flight, the
+parked keys, the jobs committed and dead-lettered, and whether an
+operator paused it; then how many partitions each replica owns. The
+leases and the queues are read side by side, not atomically.
   --json  the same as a JSON array, one object per partition (partition,
-          owner, token, pending, oldestPendingMs, committed, deadLettered,
-          epoch, paused)
+          owner, token, pending, oldestPendingMs, inFlight, parked,
+          oldestParkedMs, retries, committed, deadLettered, epoch, paused)
 
 ` + redisSettings
 
@@ -38,14 +39,14 @@ func runPartitions(ctx context.Context, getenv func(string) string, args []strin
 	if help, err := noArgs(fs, args, partitionsUsage, stdout); help || err != nil {
 		return err
 	}
-	b, ctx, done, err := oneShot(ctx, getenv)
+	b, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
 	parts, err := b.PartitionTable(ctx)
 	if err != nil {
-		return err
+		return failed("partitions", "read the partitions", err)
 	}
 	if *asJSON {
 		return printJSON(stdout, parts)
@@ -57,7 +58,7 @@ func runPartitions(ctx context.Context, getenv func(string) string, args []strin
 // each owner holds.
 func printPartitions(w io.Writer, parts []figures.Partition) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tOWNER\tTOKEN\tPENDING\tOLDEST\tCOMMITTED\tDEAD\tPAUSED")
+	fmt.Fprintln(tw, "PARTITION\tOWNER\tTOKEN\tPENDING\tOLDEST\tIN FLIGHT\tPARKED\tCOMMITTED\tDEAD\tPAUSED")
 	owned := map[string]int{}
 	for _, p := range parts {
 		owner, token, oldest, paused := "-", "-", "-", "-"
@@ -65,14 +66,14 @@ func printPartitions(w io.Writer, parts []figures.Partition) error {
 			owner, token = printable(p.Owner), "#"+strconv.FormatInt(p.Token, 10)
 			owned[owner]++
 		}
-		if p.Pending > 0 {
+		if p.OldestPendingMs > 0 {
 			oldest = (time.Duration(p.OldestPendingMs) * time.Millisecond).String()
 		}
 		if p.Paused {
 			paused = "paused"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%s\n", p.Partition, owner, token, p.Pending, oldest,
-			p.Committed, p.DeadLettered, paused)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Partition, owner, token, p.Pending, oldest,
+			p.InFlight, p.Parked, p.Committed, p.DeadLettered, paused)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -20,7 +20,8 @@ import (
 const usage = `usage: lockworker [COMMAND] [-h]
 
 With no command, runs one replica: it competes for the lock in Redis, and
-while it leads it processes the job queue, one job at a time, in order;
+while it leads it processes the job queue, each key's jobs one at a time,
+in order;
 SIGTERM, SIGINT or SIGHUP stop it after it released the lock. The other
 commands read or act on the same Redis and need no running replica.
 
@@ -34,7 +35,10 @@ commands:
   resume       undo pause
   enqueue      add a job, or one job per line of stdin (--lines)
   deadletters  list dead-lettered jobs with their errors
-  requeue      move dead letters back to the queue
+  requeue      move dead letters back to the head of their keys
+  parked       list the keys held after a job failed for good
+  retry        run a parked key's failing job again; its jobs follow
+  skip         dead-letter a parked key's failing job; its jobs follow
   epoch        print the fencing epoch, or raise it after a restore
   graph        print the state chart (DOT or Mermaid)
   version      print the version, Go and module versions (also --version)
@@ -81,6 +85,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runDeadLetters(ctx, getenv, args, stdout)
 	case "requeue":
 		return runRequeue(ctx, getenv, args, stdout)
+	case "parked":
+		return runParked(ctx, getenv, args, stdout)
+	case "retry":
+		return runRetry(ctx, getenv, args, stdout)
+	case "skip":
+		return runSkip(ctx, getenv, args, stdout)
 	case "history":
 		return runHistory(ctx, getenv, args, stdout)
 	case "partitions":
@@ -195,10 +205,9 @@ func noArgs(fs *flag.FlagSet, args []string, help string, stdout io.Writer) (hel
 // newLogger writes to w with workerId on every line, and routes go-redis's
 // own log lines through it.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	level, _ := cfg.Level()
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	var h slog.Handler = slog.NewTextHandler(w, opts)
-	if cfg.LogFormat == "json" {
+	if cfg.LogFormat == config.LogJSON {
 		h = slog.NewJSONHandler(w, opts)
 	}
 	log := slog.New(h).With("workerId", cfg.WorkerID)

@@ -55,7 +55,7 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 	if help, err := noArgs(fs, args, statusUsage, stdout); help || err != nil {
 		return err
 	}
-	p, ctx, done, err := oneShot(ctx, getenv)
+	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
@@ -63,16 +63,16 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 	var h redislock.Holder
 	if p.Partitions == 1 { // with partitions, lockworker partitions shows each lock
 		if h, err = p.Lockers[0].Holder(ctx); err != nil {
-			return fmt.Errorf("read the lock: %w", err)
+			return failed("status", "read the lock", err)
 		}
 	}
 	q, err := p.Queues.Stats(ctx)
 	if err != nil {
-		return fmt.Errorf("read the queue: %w", err)
+		return failed("status", "read the queue", err)
 	}
 	replicas, err := p.Roster.List(ctx)
 	if err != nil {
-		return fmt.Errorf("read the fleet registry: %w", err)
+		return failed("status", "read the fleet registry", err)
 	}
 	r := statusReport{
 		LockKey: p.Keys.Key(), Mode: string(p.Mode()), Held: h.Held, Holder: h.WorkerID, Token: h.Token,

@@ -118,7 +118,7 @@ func testTopology(t *testing.T, redisEnv []string, topo topology) {
 		t.Fatal(err)
 	}
 	env := append(slices.Clone(redisEnv), "LOCK_TTL=2s", "RENEW_INTERVAL=400ms", "RETRY_INTERVAL=30s",
-		"SHUTDOWN_TIMEOUT=5s", "LOG_LEVEL=debug", "JOB_HANDLER=exec", "JOB_COMMAND="+script, "JOB_MAX_ATTEMPTS=2")
+		"SHUTDOWN_TIMEOUT=5s", "LOG_LEVEL=debug", "JOB_HANDLER=exec", "JOB_COMMAND="+script, "JOB_MAX_ATTEMPTS=2", "JOB_ON_FAILURE=dead-letter")
 	ws := []*worker{startWorker(t, "topo-a", env...), startWorker(t, "topo-b", env...)}
 	lead := oneLeader(t, ws)
 	if s, _ := lead.status(); s.Mode != topo.mode || s.LockKey != keys(t).Key() {

@@ -141,6 +141,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			Keys:           keys,
 			FenceKey:       l.FenceKey(),
 			Partition:      p,
+			Partitions:     b.Partitions,
 			ShardedNotices: b.laneSh,
 			MinReplicas:    cfg.RedisMinReplicas,
 			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip

@@ -1,72 +1,43 @@
 package chartsvg
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/lockworker/lockworker/internal/machine"
 )
 
-// Chart is the state chart laid out for drawing: the model its SVG is
-// drawn from (the dashboard serves it as JSON on /api/chart). Nothing in it
-// is written by hand: the states and triggers come from the
-// machine.Description, the places from Layout.
+// ErrUnplaced is wrapped by Layout's errors: the description has a state
+// or an arrow the table does not place.
+var ErrUnplaced = errors.New("chartsvg: not placed by the table")
+
+// Chart is a machine.Description placed by the table, the model its SVG
+// is drawn from (the dashboard serves it on /api/chart). Edges are the
+// arrows between two states, one per ordered pair with every trigger that
+// takes it; Bundles the triggers drawn once from many states to one, as a
+// box around their sources with one arrow out. Ignored triggers are not
+// drawn.
 type Chart struct {
-	Initial string       `json:"initial"`
-	Width   float64      `json:"width"`
-	Height  float64      `json:"height"`
-	States  []ChartState `json:"states"`
-	// Edges are the arrows between two states (or a state and itself),
-	// one per ordered pair, each with every trigger that takes it.
-	Edges []ChartEdge `json:"edges"`
-	// Bundles are triggers that lead from many states to one: drawn once,
-	// as a box around their sources with one arrow out of it.
-	Bundles []ChartBundle `json:"bundles"`
-	// Ignored lists triggers a state accepts and drops; not drawn.
-	Ignored []EdgeTrigger `json:"ignored"`
-	// Start is the short arrow into the initial state.
-	Start string `json:"start"`
-	start curve
+	Description machine.Description `json:"description"`
+	Width       float64             `json:"width"`
+	Height      float64             `json:"height"`
+	Boxes       map[string]Rect     `json:"boxes"` // by state
+	Edges       []Arrow             `json:"edges"`
+	Bundles     []Arrow             `json:"bundles"`
 }
 
-// ChartState is a state and its box.
-type ChartState struct {
-	Name  string   `json:"name"`
-	Entry []string `json:"entry,omitempty"`
-	Col   int      `json:"col"`
-	Row   int      `json:"row"`
-	Box   Rect     `json:"box"`
-}
-
-// EdgeTrigger is one trigger on an edge.
-type EdgeTrigger struct {
-	// State is set only in Chart.Ignored: the state that drops it.
-	State   string   `json:"state,omitempty"`
-	Trigger string   `json:"trigger"`
-	Kind    string   `json:"kind"`
-	Actions []string `json:"actions,omitempty"`
-	Guards  []string `json:"guards,omitempty"`
-}
-
-// ChartEdge is one arrow.
-type ChartEdge struct {
-	From     string        `json:"from"`
-	To       string        `json:"to"`
-	Triggers []EdgeTrigger `json:"triggers"`
-	Path     string        `json:"path"`
-	Label    Rect          `json:"label"`
-	curve    curve
-}
-
-// ChartBundle is one trigger from many states to one.
-type ChartBundle struct {
-	Trigger string   `json:"trigger"`
-	To      string   `json:"to"`
-	From    []string `json:"from"`
-	Box     Rect     `json:"box"`
-	Path    string   `json:"path"`
-	Label   Rect     `json:"label"`
-	curve   curve
+// Arrow is one arrow: the transitions it draws, its SVG path data, its
+// label's box and, for a bundle, the box around its sources.
+type Arrow struct {
+	Transitions []machine.TransitionInfo `json:"transitions,omitempty"`
+	Path        string                   `json:"path"`
+	Label       Rect                     `json:"label,omitzero"`
+	Box         Rect                     `json:"box,omitzero"`
+	line        []pt
+	key         [2]string // in routes for an edge, in fans for a bundle
 }
 
 // Rect is a box in SVG user units, Y down.
@@ -77,69 +48,90 @@ type Rect struct {
 	H float64 `json:"h"`
 }
 
-// bundleMin is the fewest sources a trigger needs to be drawn as a bundle,
-// besides coming from at least half the states.
-const bundleMin = 3
-
-// classify sorts the described transitions into drawn edges (in the order
-// of their first trigger), bundles and ignored triggers.
-func classify(d machine.Description) (edges []ChartEdge, bundles []ChartBundle, ignored []EdgeTrigger) {
-	type key struct{ trigger, to string }
-	sources := map[key][]string{}
+// Layout places the chart d describes by the table, or fails naming every
+// state and arrow the table lacks.
+func Layout(d machine.Description) (Chart, error) {
+	c := Chart{Description: d, Width: width, Height: height, Boxes: map[string]Rect{}}
+	var errs []error
+	for _, s := range d.States {
+		p, ok := places[s.Name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: state %s", ErrUnplaced, s.Name))
+		}
+		c.Boxes[s.Name] = Rect{p.x - p.w/2, p.y - nodeH/2, p.w, nodeH}
+	}
 	for _, t := range d.Transitions {
-		if t.Kind == machine.KindTransition && t.From != t.To {
-			k := key{t.Trigger, t.To}
-			sources[k] = append(sources[k], t.From)
+		if err := c.add(t); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	isBundled := func(k key) bool {
-		n := len(sources[k])
-		return n >= bundleMin && 2*n >= len(d.States)
-	}
-	index := map[[2]string]int{}
-	for _, t := range d.Transitions {
-		et := EdgeTrigger{Trigger: t.Trigger, Kind: t.Kind, Actions: t.Actions, Guards: t.Guards}
-		k := key{t.Trigger, t.To}
-		switch {
-		case t.Kind == machine.KindIgnored:
-			et.State = t.From
-			ignored = append(ignored, et)
-		case t.Kind == machine.KindTransition && t.From != t.To && isBundled(k):
-			if !slices.ContainsFunc(bundles, func(b ChartBundle) bool { return b.Trigger == k.trigger && b.To == k.to }) {
-				bundles = append(bundles, ChartBundle{Trigger: k.trigger, To: k.to, From: sources[k]})
-			}
-		default:
-			pair := [2]string{t.From, t.To}
-			i, ok := index[pair]
-			if !ok {
-				i = len(edges)
-				index[pair] = i
-				edges = append(edges, ChartEdge{From: t.From, To: t.To})
-			}
-			edges[i].Triggers = append(edges[i].Triggers, et)
-		}
-	}
-	return edges, bundles, ignored
+	return c, errors.Join(errs...)
 }
 
-// labelLines is what an edge's label says: each trigger on a line, its
-// actions and guards on lines of their own.
-func labelLines(ts []EdgeTrigger) []labelLine {
-	var out []labelLine
-	for _, t := range ts {
-		out = append(out, labelLine{text: t.Trigger, trigger: t.Trigger})
-		for _, a := range t.Actions {
-			out = append(out, labelLine{text: "/ " + a, trigger: t.Trigger, detail: true})
+// add draws t: in its bundle if the table has one, else on the arrow
+// between its states; an ignored trigger not at all.
+func (c *Chart) add(t machine.TransitionInfo) error {
+	list, key := &c.Edges, [2]string{t.From, t.To}
+	r, ok := routes[key]
+	f, bundled := fans[[2]string{t.Trigger, t.To}]
+	switch {
+	case t.Kind == machine.KindIgnored:
+		return nil
+	case bundled:
+		list, key, r = &c.Bundles, [2]string{t.Trigger, t.To}, f.route
+	case !ok:
+		return fmt.Errorf("%w: arrow %s -> %s", ErrUnplaced, t.From, t.To)
+	}
+	i := slices.IndexFunc(*list, func(a Arrow) bool { return a.key == key })
+	if i < 0 {
+		i = len(*list)
+		*list = append(*list, Arrow{Path: path(r.line), Box: f.box, line: r.line, key: key})
+	}
+	a := &(*list)[i]
+	a.Transitions = append(a.Transitions, t)
+	w, h := 0.0, float64(len(a.lines()))*lineH+2*labelPadY
+	for _, l := range a.lines() {
+		w = max(w, float64(len(l.text))*smallCharW+2*labelPadX)
+	}
+	a.Label = Rect{r.label.x - w/2, r.label.y - h/2, w, h}
+	return nil
+}
+
+// Labels are 10px monospace: a character is 6 units wide, a line 12 high.
+const smallCharW, lineH, labelPadX, labelPadY = 6.0, 12.0, 5.0, 3.0
+
+type labelLine struct {
+	text, trigger string
+	detail        bool // an action or a guard
+}
+
+// lines is what a's label says: each trigger on a line, its actions and
+// guards on lines of their own; a bundle's trigger once.
+func (a Arrow) lines() (out []labelLine) {
+	for _, t := range a.Transitions {
+		out = append(out, labelLine{t.Trigger, t.Trigger, false})
+		if a.Box != (Rect{}) {
+			return out
+		}
+		for _, x := range t.Actions {
+			out = append(out, labelLine{"/ " + x, t.Trigger, true})
 		}
 		for _, g := range t.Guards {
-			out = append(out, labelLine{text: fmt.Sprintf("[%s]", g), trigger: t.Trigger, detail: true})
+			out = append(out, labelLine{"[" + g + "]", t.Trigger, true})
 		}
 	}
 	return out
 }
 
-type labelLine struct {
-	text    string
-	trigger string
-	detail  bool
+// path is line as SVG path data.
+func path(line []pt) string {
+	d := ""
+	for _, p := range line {
+		d += " L" + num(p.x) + "," + num(p.y)
+	}
+	return "M" + d[2:]
 }
+
+// num prints v to a tenth, so the golden files do not change with float
+// noise.
+func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }

@@ -3,25 +3,26 @@ package config
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/lockworker/lockworker/internal/bearer"
 	"github.com/lockworker/lockworker/internal/guest"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/partition"
+	"github.com/lockworker/lockworker/internal/redislock"
 )
 
 // Config is the daemon's configuration. Each field's default is in its tag.
 type Config struct {
 	// Port serves /healthz, /readyz, /status, /metrics and /jobs.
-	Port int `env:"PORT" envDefault:"3000"`
+	Port int `env:"PORT" envDefault:"3000" what:"a port number"`
 	// RedisMode is standalone, sentinel or cluster: what REDIS_URLS name.
 	RedisMode Mode `env:"REDIS_MODE" envDefault:"standalone"`
 	// RedisURLs: in standalone mode one URL is a single node and an odd
@@ -71,23 +72,24 @@ type Config struct {
 	// WorkerID names this replica in logs and status. Default: a new ULID.
 	WorkerID string `env:"WORKER_ID"`
 	// LogLevel is debug, info, warn or error.
-	LogLevel string `env:"LOG_LEVEL" envDefault:"info"`
+	LogLevel LogLevel `env:"LOG_LEVEL" envDefault:"info"`
 	// LogFormat is text or json.
-	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+	LogFormat LogFormat `env:"LOG_FORMAT" envDefault:"text"`
 	// ShutdownTimeout bounds stopping work and releasing the lock on SIGTERM.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"10s"`
 
 	// JobsToken enables POST /jobs for callers presenting it as a bearer
-	// token. Unset: the endpoint is off.
+	// token. Unset: the endpoint is off. At least bearer.MinLen bytes, no
+	// spaces or control characters.
 	JobsToken string `env:"JOBS_TOKEN" secret:"true"`
 	// AdminToken enables the operator actions over HTTP (step down, pause,
 	// resume, requeue) for callers presenting it as a bearer token, and
 	// unlocks them on the dashboard. Unset: those endpoints are off. At
-	// least MinAdminTokenLen bytes, no spaces or control characters.
+	// least bearer.MinLen bytes, no spaces or control characters.
 	AdminToken string `env:"ADMIN_TOKEN" secret:"true"`
 	// JobHandler is log (simulated heavy work), exec (runs JobCommand) or
 	// http (posts each job to JobURL).
-	JobHandler string `env:"JOB_HANDLER" envDefault:"log"`
+	JobHandler JobHandler `env:"JOB_HANDLER" envDefault:"log"`
 	// JobCommand is the command line for the exec handler, split on spaces.
 	JobCommand string `env:"JOB_COMMAND"`
 	// JobURL receives each job as a POST with the http handler: http or
@@ -100,8 +102,10 @@ type Config struct {
 	// JobURLCA is a PEM bundle for an https JobURL whose certificate a
 	// private CA signed. Default: the system's roots.
 	JobURLCA string `env:"JOB_URL_CA"`
-	// JobTimeout bounds each request of the http handler; the lease's
-	// local deadline (less REDIS_NODE_TIMEOUT) can cut it sooner.
+	// JobTimeout bounds each job of the http and exec handlers (a request;
+	// a command, whose process tree is then stopped); the lease's local
+	// deadline can cut it sooner. A job that outlives it fails that
+	// attempt.
 	JobTimeout time.Duration `env:"JOB_TIMEOUT" envDefault:"30s"`
 	// JobEnv names the daemon's variables the exec command also gets, on
 	// top of PATH, HOME, LANG, TZ and the LOCKWORKER_* job variables. Never
@@ -110,8 +114,24 @@ type Config struct {
 	// JobStopGrace is how long a stopped exec command's process tree has
 	// between SIGTERM and SIGKILL; the lease deadline can shorten it.
 	JobStopGrace time.Duration `env:"JOB_STOP_GRACE" envDefault:"5s"`
-	// JobMaxAttempts is how often a failing job runs before dead-lettering.
-	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"5"`
+	// JobMaxAttempts is how often a failing job runs before it fails for
+	// good (JobOnFailure).
+	JobMaxAttempts int `env:"JOB_MAX_ATTEMPTS" envDefault:"25"`
+	// JobRetryBase is the wait before a failed job's first retry; each
+	// retry waits twice as long, up to JobRetryMax (jittered). Only the
+	// job's key waits.
+	JobRetryBase time.Duration `env:"JOB_RETRY_BASE" envDefault:"1s"`
+	// JobRetryMax caps the wait between retries, and a Retry-After a 429
+	// or 503 asks for.
+	JobRetryMax time.Duration `env:"JOB_RETRY_MAX" envDefault:"1m"`
+	// JobOnFailure is what becomes of a job that failed for good: park
+	// (its key holds it and every later job, in order, until lockworker
+	// retry or skip) or dead-letter (the job leaves, its key goes on: the
+	// key's order breaks).
+	JobOnFailure string `env:"JOB_ON_FAILURE" envDefault:"park"`
+	// JobConcurrency is the most jobs a replica runs at once, over every
+	// partition it leads; never two of one key.
+	JobConcurrency int `env:"JOB_CONCURRENCY" envDefault:"16"`
 	// JobBatch is how many jobs the leader claims, runs and commits per
 	// round trip to Redis when the queue is deep (group commit); 1 is one
 	// job per round trip. A leader lost mid-batch leaves its whole batch
@@ -127,28 +147,10 @@ type Config struct {
 	HTTPMaxConns int `env:"HTTP_MAX_CONNS" envDefault:"1024"`
 	// HTTPMaxBodyBytes bounds the request bodies (POST /jobs) being read at
 	// once, across all requests: past it a request gets 503 with
-	// Retry-After. At least MaxBatchBody (one NDJSON body of the largest size).
+	// Retry-After. At least jobs.MaxBatchBytes (one NDJSON body of the
+	// largest size).
 	HTTPMaxBodyBytes int64 `env:"HTTP_MAX_BODY_BYTES" envDefault:"33554432"`
 }
-
-// MaxBatchBody is the largest NDJSON body of POST /jobs (jobs.MaxBatchBytes):
-// the smallest HTTP_MAX_BODY_BYTES.
-const MaxBatchBody = 8 << 20
-
-// MinAdminTokenLen is the shortest ADMIN_TOKEN: the token is compared in
-// constant time, but a short one can still be guessed.
-const MinAdminTokenLen = 16
-
-// MaxJobBatch is the largest JOB_BATCH (jobs.MaxWorkerBatch): one round trip
-// carries every claimed payload.
-const MaxJobBatch = 1000
-
-// MaxPartitions is the largest PARTITIONS (partition.Max).
-const MaxPartitions = 1024
-
-// MinLockTTL is the shortest LOCK_TTL: the lock's own minimum
-// (redislock.MinTTL), checked here so the message names the variable.
-const MinLockTTL = 10 * time.Millisecond
 
 // ErrInvalid marks every configuration error: errors.Is(err, ErrInvalid)
 // holds for an *Error and for what wraps ErrInvalid, so main can exit 2.
@@ -167,7 +169,9 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // Load reads every variable through getenv (os.Getenv in main) and
 // validates the result. An empty value counts as unset. Errors are *Error
-// values joined with errors.Join.
+// values joined with errors.Join, one per bad variable, every one found
+// (a value that cannot be read and one that breaks a rule alike), in the
+// order of the configuration table.
 func Load(getenv func(string) string) (Config, error) {
 	var c Config
 	params, err := env.GetFieldParams(&c)
@@ -180,9 +184,24 @@ func Load(getenv func(string) string) (Config, error) {
 			vars[p.Key] = v
 		}
 	}
+	var unread problems
 	if err := env.ParseWithOptions(&c, env.Options{Environment: vars}); err != nil {
-		return Config{}, fromEnvError(err)
+		if unread = unreadable(err, vars); len(unread) == 0 {
+			return Config{}, err
+		}
+		c.defaultsFor(unread) // so the other variables are checked against sane values
 	}
+	c.derive()
+	p := append(unread, without(c.problems(), unread)...)
+	if len(p) > 0 {
+		p.sort()
+		return Config{}, errors.Join(p...)
+	}
+	return c, nil
+}
+
+// derive fills the settings whose default depends on others.
+func (c *Config) derive() {
 	if c.WorkerID == "" {
 		c.WorkerID = ulid.Make().String()
 	}
@@ -198,14 +217,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.RedisNodeTimeout == 0 && c.LockTTL > 0 {
 		c.RedisNodeTimeout = min(c.LockTTL/10, time.Second)
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
-	return c, nil
 }
 
 // Validate checks every field and their relations.
-func (c Config) Validate() error {
+func (c Config) Validate() error { return errors.Join(c.problems()...) }
+
+func (c Config) problems() problems {
 	var p problems
 	if c.Port < 1 || c.Port > 65535 {
 		p.add("PORT", "must be between 1 and 65535, got %d", c.Port)
@@ -215,15 +232,13 @@ func (c Config) Validate() error {
 	if !workerName(c.WorkerID) {
 		p.add("WORKER_ID", "must be 1 to %d printable ASCII characters without spaces (it is also the replica's Redis client name), got %q", maxWorkerID, c.WorkerID)
 	}
-	if _, err := c.Level(); err != nil {
-		p.add("LOG_LEVEL", "%v", err)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		p.add("LOG_FORMAT", "must be text or json, got %q", c.LogFormat)
+	if err := c.LogFormat.check(); err != nil {
+		p.add("LOG_FORMAT", "%v", err)
 	}
 	c.checkJobs(&p)
-	c.checkAdminToken(&p)
-	return errors.Join(p...)
+	c.checkHandler(&p)
+	c.checkHTTP(&p)
+	return p
 }
 
 // problems collects every *Error a validation finds.
@@ -269,8 +284,8 @@ func (c Config) checkTimings(p *problems) {
 			p.add(d.name, "must be a positive duration such as 5s or 500ms, got %s", d.v)
 		}
 	}
-	if c.LockTTL > 0 && c.LockTTL < MinLockTTL {
-		p.add("LOCK_TTL", "must be at least %s, got %s", MinLockTTL, c.LockTTL)
+	if c.LockTTL > 0 && c.LockTTL < redislock.MinTTL {
+		p.add("LOCK_TTL", "must be at least %s, got %s", redislock.MinTTL, c.LockTTL)
 	}
 	if c.LockTTL > 0 && c.RenewInterval > 0 && c.RenewInterval >= c.LockTTL/2 {
 		p.add("RENEW_INTERVAL", "must be below LOCK_TTL/2 (%s) so a failed renew can be retried before the lease ends, got %s", c.LockTTL/2, c.RenewInterval)
@@ -284,20 +299,6 @@ func (c Config) checkJobs(p *problems) {
 	if c.WorkDuration <= 0 {
 		p.add("WORK_DURATION", "must be a positive duration such as 1s or 50ms, got %s", c.WorkDuration)
 	}
-	switch c.JobHandler {
-	case "log":
-	case "exec":
-		if len(strings.Fields(c.JobCommand)) == 0 {
-			p.add("JOB_COMMAND", "must be set when JOB_HANDLER=exec")
-		}
-	case "http":
-		if c.JobURL == "" {
-			p.add("JOB_URL", "must be set when JOB_HANDLER=http")
-		}
-	default:
-		p.add("JOB_HANDLER", "must be log, exec or http, got %q", c.JobHandler)
-	}
-	c.checkJobURL(p)
 	for _, name := range c.JobEnv {
 		if err := guest.CheckEnvName(name); err != nil {
 			p.add("JOB_ENV", "%v", err)
@@ -306,20 +307,56 @@ func (c Config) checkJobs(p *problems) {
 	if c.JobStopGrace <= 0 {
 		p.add("JOB_STOP_GRACE", "must be a positive duration such as 5s or 500ms, got %s", c.JobStopGrace)
 	}
-	if c.Partitions < 1 || c.Partitions > MaxPartitions {
-		p.add("PARTITIONS", "must be between 1 and %d, got %d", MaxPartitions, c.Partitions)
+	if c.Partitions < 1 || c.Partitions > partition.Max {
+		p.add("PARTITIONS", "must be between 1 and %d, got %d", partition.Max, c.Partitions)
 	}
-	if c.JobBatch < 1 || c.JobBatch > MaxJobBatch {
-		p.add("JOB_BATCH", "must be between 1 and %d, got %d", MaxJobBatch, c.JobBatch)
+	if c.JobBatch < 1 || c.JobBatch > jobs.MaxWorkerBatch {
+		p.add("JOB_BATCH", "must be between 1 and %d, got %d", jobs.MaxWorkerBatch, c.JobBatch)
 	}
 	if c.JobMaxAttempts < 1 {
 		p.add("JOB_MAX_ATTEMPTS", "must be at least 1, got %d", c.JobMaxAttempts)
 	}
+	c.checkRetries(p)
+}
+
+// checkHandler checks JOB_HANDLER and what it needs.
+func (c Config) checkHandler(p *problems) {
+	switch err := c.JobHandler.check(); {
+	case err != nil:
+		p.add("JOB_HANDLER", "%v", err)
+	case c.JobHandler == HandlerExec && len(strings.Fields(c.JobCommand)) == 0:
+		p.add("JOB_COMMAND", "must be set when JOB_HANDLER=exec")
+	case c.JobHandler == HandlerHTTP && c.JobURL == "":
+		p.add("JOB_URL", "must be set when JOB_HANDLER=http")
+	}
+	c.checkJobURL(p)
+}
+
+// checkHTTP checks the HTTP surface's settings: its bounds and tokens.
+func (c Config) checkHTTP(p *problems) {
 	if c.HTTPMaxConns < 1 {
 		p.add("HTTP_MAX_CONNS", "must be at least 1, got %d", c.HTTPMaxConns)
 	}
-	if c.HTTPMaxBodyBytes < MaxBatchBody {
-		p.add("HTTP_MAX_BODY_BYTES", "must be at least %d (one NDJSON body of the largest size), got %d", MaxBatchBody, c.HTTPMaxBodyBytes)
+	if c.HTTPMaxBodyBytes < jobs.MaxBatchBytes {
+		p.add("HTTP_MAX_BODY_BYTES", "must be at least %d (one NDJSON body of the largest size), got %d", jobs.MaxBatchBytes, c.HTTPMaxBodyBytes)
+	}
+	checkToken(p, "JOBS_TOKEN", c.JobsToken, "it guards POST /jobs")
+	checkToken(p, "ADMIN_TOKEN", c.AdminToken, "it guards the operator actions")
+}
+
+// checkRetries checks how failing jobs are retried and run.
+func (c Config) checkRetries(p *problems) {
+	if c.JobRetryBase <= 0 {
+		p.add("JOB_RETRY_BASE", "must be a positive duration such as 1s or 500ms, got %s", c.JobRetryBase)
+	}
+	if c.JobRetryMax < c.JobRetryBase {
+		p.add("JOB_RETRY_MAX", "must be at least JOB_RETRY_BASE (%s), got %s", c.JobRetryBase, c.JobRetryMax)
+	}
+	if _, err := jobs.ParseFailurePolicy(c.JobOnFailure); err != nil {
+		p.add("JOB_ON_FAILURE", "must be park or dead-letter, got %q", c.JobOnFailure)
+	}
+	if c.JobConcurrency < 1 || c.JobConcurrency > jobs.MaxConcurrency {
+		p.add("JOB_CONCURRENCY", "must be between 1 and %d, got %d", jobs.MaxConcurrency, c.JobConcurrency)
 	}
 }
 
@@ -341,29 +378,19 @@ func (c Config) checkJobURL(p *problems) {
 	}
 }
 
-// checkAdminToken never echoes the token: the message says only what is
-// wrong with it.
-func (c Config) checkAdminToken(p *problems) {
-	if c.AdminToken == "" {
+// checkToken checks a bearer token that is set (bearer.Check), never
+// echoing it: the message says only what is wrong with it.
+func checkToken(p *problems, name, token, guards string) {
+	if token == "" {
 		return
 	}
-	if len(c.AdminToken) < MinAdminTokenLen {
-		p.add("ADMIN_TOKEN", "must be at least %d bytes (it guards the operator actions), got %d; generate one with: openssl rand -hex 32",
-			MinAdminTokenLen, len(c.AdminToken))
+	err := bearer.Check(token)
+	if errors.Is(err, bearer.ErrTooShort) {
+		p.add(name, "must be at least %d bytes (%s), got %d; generate one with: openssl rand -hex 32", bearer.MinLen, guards, len(token))
 	}
-	if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		p.add("ADMIN_TOKEN", "must not contain spaces or control characters")
+	if errors.Is(err, bearer.ErrBadByte) {
+		p.add(name, "must not contain spaces or control characters")
 	}
-}
-
-// Level is LogLevel as a slog.Level.
-func (c Config) Level() (slog.Level, error) {
-	var l slog.Level
-	err := l.UnmarshalText([]byte(c.LogLevel))
-	if err != nil {
-		return 0, fmt.Errorf("must be debug, info, warn or error, got %q", c.LogLevel)
-	}
-	return l, nil
 }
 
 // checkRedisURL rejects what go-redis would reject, without echoing the URL:
@@ -408,35 +435,6 @@ func checkDistinctServers(urls []string, p *problems) {
 		}
 		seen[server] = i
 	}
-}
-
-// fromEnvError maps caarlos0/env errors, which name Go fields, to errors
-// naming the environment variable. Only numbers, durations and booleans can
-// fail to parse, so repeating the value reveals no secret.
-func fromEnvError(err error) error {
-	var agg env.AggregateError
-	if !errors.As(err, &agg) {
-		return err
-	}
-	var errs []error
-	for _, e := range agg.Errors {
-		var pe env.ParseError
-		if errors.As(e, &pe) {
-			errs = append(errs, &Error{Var: varOf(pe.Name), Msg: "cannot parse: " + pe.Err.Error()})
-			continue
-		}
-		errs = append(errs, e)
-	}
-	return errors.Join(errs...)
-}
-
-func varOf(field string) string {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
-	if !ok {
-		return field
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
-	return name
 }
 
 // maxWorkerID bounds WORKER_ID: it is in every log line, record and key

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/jobs"
-	"github.com/lockworker/lockworker/internal/partition"
 )
 
 func TestLoadDefaults(t *testing.T) {
@@ -21,14 +20,14 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Port != 3000 || c.LockKey != "lockworker:leader" || c.LockTTL != 15*time.Second ||
 		c.RenewInterval != 5*time.Second || c.RetryInterval != 5*time.Second ||
 		c.RedisNodeTimeout != time.Second || len(c.RedisURLs) != 1 || c.RedisURLs[0] != "redis://127.0.0.1:6379" ||
-		c.LogFormat != "text" || c.JobHandler != "log" || c.JobMaxAttempts != 5 || !c.ReleaseNotices {
+		c.LogFormat != "text" || c.JobHandler != "log" || c.JobMaxAttempts != jobs.DefaultMaxAttempts || !c.ReleaseNotices ||
+		c.JobRetryBase != time.Second || c.JobRetryMax != time.Minute || c.JobOnFailure != "park" ||
+		c.JobConcurrency != jobs.DefaultConcurrency {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
-	if c.JobBatch != jobs.DefaultBatch || MaxJobBatch != jobs.MaxWorkerBatch {
-		t.Fatalf("JOB_BATCH default %d, max %d; want the jobs package's %d, %d", c.JobBatch, MaxJobBatch, jobs.DefaultBatch, jobs.MaxWorkerBatch)
-	}
-	if c.Partitions != 1 || MaxPartitions != partition.Max {
-		t.Fatalf("PARTITIONS default %d, max %d; want 1 and the partition package's %d", c.Partitions, MaxPartitions, partition.Max)
+	if c.JobBatch != jobs.DefaultBatch || c.Partitions != 1 || c.LogLevel != LevelInfo || c.LogLevel.String() != "info" {
+		t.Fatalf("JOB_BATCH %d, PARTITIONS %d, LOG_LEVEL %v; want the jobs package's %d, 1 and info",
+			c.JobBatch, c.Partitions, c.LogLevel, jobs.DefaultBatch)
 	}
 	if len(c.WorkerID) != 26 {
 		t.Fatalf("default WORKER_ID %q is not a ULID", c.WorkerID)
@@ -63,6 +62,11 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_HANDLER=exec"}, "JOB_COMMAND"},
 		{[]string{"JOB_HANDLER=python"}, "JOB_HANDLER"},
 		{[]string{"JOB_MAX_ATTEMPTS=0"}, "JOB_MAX_ATTEMPTS"},
+		{[]string{"JOB_RETRY_BASE=0s"}, "JOB_RETRY_BASE"},
+		{[]string{"JOB_RETRY_BASE=2m"}, "JOB_RETRY_MAX"},
+		{[]string{"JOB_ON_FAILURE=skip"}, "JOB_ON_FAILURE"},
+		{[]string{"JOB_CONCURRENCY=0"}, "JOB_CONCURRENCY"},
+		{[]string{"JOB_CONCURRENCY=1025"}, "JOB_CONCURRENCY"},
 		{[]string{"JOB_BATCH=0"}, "JOB_BATCH"},
 		{[]string{"PARTITIONS=0"}, "PARTITIONS"},
 		{[]string{"PARTITIONS=1025"}, "PARTITIONS"},
@@ -114,6 +118,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_TIMEOUT=0s"}, "JOB_TIMEOUT"},
 		{[]string{"JOB_TIMEOUT=-1s"}, "JOB_TIMEOUT"},
 		{[]string{"JOB_TIMEOUT=soon"}, "JOB_TIMEOUT"},
+		{[]string{"JOBS_TOKEN=short"}, "JOBS_TOKEN"},
+		{[]string{"LOCK_TTL=9ms"}, "LOCK_TTL"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.env, " "), func(t *testing.T) {
@@ -126,6 +132,64 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 				t.Fatalf("message %q does not start with the variable", err)
 			}
 		})
+	}
+}
+
+// TestLoadReportsEveryVariable: every bad variable is reported in one run,
+// each once, in the order of the configuration table, whether its value
+// cannot be read or breaks a rule, and a value that cannot be read is
+// said in words, not in strconv's.
+func TestLoadReportsEveryVariable(t *testing.T) {
+	_, err := Load(Getenv([]string{"PORT=abc", "WORKER_ID=two words", "RENEW_INTERVAL=LOCK_TTL", "LOG_LEVEL=loud"}))
+	want := []string{
+		`PORT: "abc" is not a port number`,
+		`RENEW_INTERVAL: "LOCK_TTL" is not a duration such as 5s or 500ms`,
+		`WORKER_ID: must be 1 to 128 printable ASCII characters without spaces (it is also the replica's Redis client name), got "two words"`,
+		`LOG_LEVEL: must be debug, info, warn or error, got "loud"`,
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Fatalf("Load = %v\nwant\n%s", err, strings.Join(want, "\n"))
+	}
+	for env, msg := range map[string]string{
+		"LOCK_TTL=soon":          `LOCK_TTL: "soon" is not a duration such as 5s or 500ms`,
+		"RELEASE_NOTICES=maybe":  `RELEASE_NOTICES: "maybe" is not true or false`,
+		"CLOCK_DRIFT_FACTOR=x":   `CLOCK_DRIFT_FACTOR: "x" is not a number`,
+		"JOB_BATCH=many":         `JOB_BATCH: "many" is not a whole number`,
+		"HTTP_MAX_BODY_BYTES=1k": `HTTP_MAX_BODY_BYTES: "1k" is not a whole number`,
+		"JOB_HANDLER=python":     `JOB_HANDLER: must be log, exec or http, got "python"`,
+		"LOG_FORMAT=xml":         `LOG_FORMAT: must be text or json, got "xml"`,
+	} {
+		if _, err := Load(Getenv([]string{env})); err == nil || err.Error() != msg {
+			t.Errorf("%s: %v, want %s", env, err, msg)
+		}
+	}
+	// A value that cannot be read counts as its default for the others'
+	// relations, and is reported once: not again as 0 breaking a rule.
+	_, err = Load(Getenv([]string{"LOCK_TTL=soon", "RENEW_INTERVAL=2s"}))
+	if err == nil || err.Error() != `LOCK_TTL: "soon" is not a duration such as 5s or 500ms` {
+		t.Fatalf("Load = %v; want only LOCK_TTL's error", err)
+	}
+}
+
+// TestTypedSettings: JOB_HANDLER, LOG_FORMAT and LOG_LEVEL are read into
+// their types, in any of the spellings slog accepts for a level.
+func TestTypedSettings(t *testing.T) {
+	c, err := Load(Getenv([]string{"JOB_HANDLER=exec", "JOB_COMMAND=cat", "LOG_FORMAT=json", "LOG_LEVEL=WARN"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.JobHandler != HandlerExec || c.LogFormat != LogJSON || c.LogLevel != LevelWarn || c.LogLevel.Level() != slog.LevelWarn {
+		t.Fatalf("JOB_HANDLER %v, LOG_FORMAT %v, LOG_LEVEL %v", c.JobHandler, c.LogFormat, c.LogLevel)
+	}
+	if s := c.String(); !strings.Contains(s, "JOB_HANDLER=exec") || !strings.Contains(s, "LOG_FORMAT=json") || !strings.Contains(s, "LOG_LEVEL=warn") {
+		t.Fatalf("String = %s", s)
+	}
+	if c, err := Load(Getenv([]string{"LOG_LEVEL=debug-4"})); err != nil || c.LogLevel.Level() != slog.LevelDebug-4 {
+		t.Fatalf("LOG_LEVEL=debug-4: %v, %v", c.LogLevel, err)
+	}
+	bad := Config{JobHandler: "python", LogFormat: "xml"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "JOB_HANDLER: must be") || !strings.Contains(err.Error(), "LOG_FORMAT: must be") {
+		t.Fatalf("Validate of a Config built with bad values: %v", err)
 	}
 }
 
@@ -185,7 +249,7 @@ func TestModesAccepted(t *testing.T) {
 // TestSecretsNeverPrinted: every way a Config can reach a log (%v, %+v, %#v,
 // String, slog text and JSON) names the variables and hides the secrets.
 func TestSecretsNeverPrinted(t *testing.T) {
-	c, err := Load(Getenv([]string{"REDIS_URLS=rediss://app:s3cret-pw@h:6380", "JOBS_TOKEN=tok-s3cret",
+	c, err := Load(Getenv([]string{"REDIS_URLS=rediss://app:s3cret-pw@h:6380", "JOBS_TOKEN=tok-s3cret-0123456789",
 		"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=m", "REDIS_SENTINEL_PASSWORD=sen-s3cret",
 		"JOB_HANDLER=http", "JOB_URL=https://svc:url-s3cret@store:8443/jobs", "JOB_URL_TOKEN=jtok-s3cret"}))
 	if err != nil {
@@ -253,8 +317,8 @@ func TestDuplicateServersNamed(t *testing.T) {
 }
 
 // The http handler's settings: accepted, with JOB_TIMEOUT's default; the
-// URL's password and the token are secrets Scrub knows; a refused URL is
-// never quoted.
+// URL's password and the token are taken out where they stand; a refused
+// URL is never quoted.
 func TestJobURL(t *testing.T) {
 	c, err := Load(Getenv([]string{"JOB_HANDLER=http", "JOB_URL=https://svc:pw%2Fs3cret@store:8443/jobs",
 		"JOB_URL_TOKEN=jtok-s3cret", "JOB_URL_CA=/etc/ca.pem"}))
@@ -264,7 +328,7 @@ func TestJobURL(t *testing.T) {
 	if c.JobTimeout != 30*time.Second {
 		t.Fatalf("JOB_TIMEOUT default %s, want 30s", c.JobTimeout)
 	}
-	scrubbed := c.Scrub("sent pw/s3cret, pw%2Fs3cret and jtok-s3cret")
+	scrubbed := c.Scrub("sent to https://svc:pw%2Fs3cret@store:8443/jobs with Authorization: Bearer jtok-s3cret")
 	if strings.Contains(scrubbed, "s3cret") {
 		t.Fatalf("Scrub left a secret: %s", scrubbed)
 	}

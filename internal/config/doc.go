@@ -7,5 +7,7 @@
 // fix it without reading Go. Secrets (Redis passwords inside REDIS_URLS,
 // REDIS_SENTINEL_PASSWORD, JOBS_TOKEN, ADMIN_TOKEN, the password inside
 // JOB_URL, JOB_URL_TOKEN: every field tagged `secret`) are
-// kept out of String, GoString, LogValue and every error message.
+// kept out of String, GoString, LogValue and every error message by the
+// tag, not by searching the text; Scrub takes them out of other text by
+// their place (package redact), and searches for the long ones only.
 package config

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/lockworker/lockworker/internal/redact"
 )
 
 // Redacted returns the URLs with any password replaced, for logs and status.
@@ -102,9 +104,8 @@ func Getenv(environ []string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// Secrets are the secret values this configuration holds: the tokens and
-// the passwords in REDIS_URLS and JOB_URL (as written and URL-decoded).
-// Scrub removes them from text.
+// Secrets are the secret values this configuration holds: the tokens,
+// REDIS_SENTINEL_PASSWORD and the passwords in REDIS_URLS and JOB_URL.
 func (c Config) Secrets() []string {
 	var out []string
 	urls := c.RedisURLs
@@ -118,27 +119,24 @@ func (c Config) Secrets() []string {
 		}
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			out = append(out, pw)
-			if esc := url.QueryEscape(pw); esc != pw {
-				out = append(out, esc)
-			}
 		}
 	}
-	for _, tok := range []string{c.JobsToken, c.AdminToken, c.JobURLToken} {
-		if tok != "" {
-			out = append(out, tok)
+	for _, secret := range []string{c.JobsToken, c.AdminToken, c.JobURLToken, c.RedisSentinelPassword} {
+		if secret != "" {
+			out = append(out, secret)
 		}
 	}
 	return out
 }
 
-// Scrub replaces every secret of c in s with "[redacted]", for text that
-// leaves the process outside the logs (the fleet registry's lastError).
-func (c Config) Scrub(s string) string {
-	for _, secret := range c.Secrets() {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	return s
-}
+// Scrub removes secrets from text that leaves the process outside the
+// logs (the fleet registry's lastError): by their place (redact.Text: a
+// URL's password, an Authorization header, NAME=value), then, as a last
+// guard for a secret quoted in free text, the values of Secrets long
+// enough to search for (redact.Secrets). A short Redis password is found
+// by its place only: searching for "pw" would mark every text that holds
+// those bytes, and so point at it.
+func (c Config) Scrub(s string) string { return redact.NewSecrets(c.Secrets()...).Text(s) }
 
 // RedisURLsRedacted is REDIS_URLS without passwords, for logs and status.
 func (c Config) RedisURLsRedacted() []string { return Redacted(c.RedisURLs) }

@@ -57,6 +57,8 @@ type Daemon struct {
 	checked  chan struct{}  // closed once the partition count is checked
 	eviction *evictionGuard // no leadership on a Redis that evicts keys
 	replicas *replicaShortage
+	// slots bounds the jobs in flight over every lane (JOB_CONCURRENCY).
+	slots *jobs.Slots
 }
 
 var _ leader.Observer = (*metrics.Metrics)(nil)
@@ -99,6 +101,9 @@ func (d *Daemon) assemble() error {
 	d.eviction.changed = d.guardsChanged
 	if d.renewer, err = leader.NewRenewer(leader.RenewerConfig{Group: d.be.Renewals, Partitions: d.be.Partitions,
 		Interval: cfg.RenewInterval}); err != nil {
+		return err
+	}
+	if d.slots, err = jobs.NewSlots(cfg.JobConcurrency); err != nil {
 		return err
 	}
 	for p := range d.be.Partitions {
@@ -159,15 +164,16 @@ func (d *Daemon) redisOK() bool { return d.coord.Status().ReadOK }
 // jobHandler is the handler JOB_HANDLER names.
 func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 	switch cfg.JobHandler {
-	case "exec":
+	case config.HandlerExec:
 		return jobs.NewExecHandler(jobs.ExecConfig{
 			Command:  strings.Fields(cfg.JobCommand),
 			Grace:    cfg.JobStopGrace,
+			Timeout:  cfg.JobTimeout,
 			AllowEnv: cfg.JobEnv,
 			WorkerID: cfg.WorkerID,
 			Logger:   log,
 		})
-	case "http":
+	case config.HandlerHTTP:
 		return httpHandler(cfg, log)
 	}
 	return jobs.NewLogHandler(jobs.LogConfig{Duration: cfg.WorkDuration, Logger: log})
@@ -201,7 +207,7 @@ func httpHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 // sayHandler says once where jobs go, when that is an HTTP service (each
 // lane has its own handler, with its own logger).
 func sayHandler(cfg config.Config, log *slog.Logger) {
-	if cfg.JobHandler == "http" {
+	if cfg.JobHandler == config.HandlerHTTP {
 		log.Info("jobs go to an HTTP service", "url", jobs.SafeURL(cfg.JobURL), "bearerToken", cfg.JobURLToken != "",
 			"timeout", cfg.JobTimeout.String())
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/config"
-	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -85,7 +85,7 @@ func TestEvictionPolicyChangedAtRunTime(t *testing.T) {
 				t.Fatalf("/readyz = %d on an evicting Redis, want 503", code)
 			}
 			_, body := get(t, cfg.Port, "/status")
-			var st httpapi.Status
+			var st statusdoc.Status
 			if err := json.Unmarshal([]byte(body), &st); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/backoff"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/machine"
@@ -51,8 +52,14 @@ func (d *Daemon) newLane(p int) (*lane, error) {
 		d.leadershipStarted(ctx, l, lease.Token())
 		return l.worker.Process(ctx, lease)
 	})
+	onFailure, err := jobs.ParseFailurePolicy(cfg.JobOnFailure)
+	if err != nil {
+		return nil, err
+	}
 	l.worker, err = jobs.NewWorker(jobs.WorkerConfig{
-		Queue: l.queue, Handler: h, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
+		Queue: l.queue, Handler: h, Slots: d.slots, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
+		Retry:     backoff.Policy{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
+		OnFailure: onFailure,
 		// Enqueue notices wake an idle leader at once; polling is only
 		// the fallback for a lost notice.
 		PollInterval: poll, Logger: l.log,

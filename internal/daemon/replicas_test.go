@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/redisopt"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/tail"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -73,11 +73,11 @@ func TestClusterWithoutReplicas(t *testing.T) {
 		t.Fatalf("/readyz = %d %s, want 503 naming %s and the ways out", code, body, master)
 	}
 	_, body = get(t, cfg.Port, "/status")
-	var st httpapi.Status
+	var st statusdoc.Status
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}
-	if rs := st.Replicas; rs == nil || len(rs.Masters) != 1 || rs.Masters[0] != (httpapi.ReplicaMaster{Master: master, OnlineReplicas: 0, MinReplicas: 1}) ||
+	if rs := st.Replicas; rs == nil || len(rs.Masters) != 1 || rs.Masters[0] != (statusdoc.ReplicaMaster{Master: master, OnlineReplicas: 0, MinReplicas: 1}) ||
 		!strings.Contains(rs.Reason, "add replicas") {
 		t.Fatalf("/status redisReplicas = %+v", st.Replicas)
 	}
@@ -88,7 +88,7 @@ func TestClusterWithoutReplicas(t *testing.T) {
 		t.Fatalf("/readyz = %d %s once the master has a replica", code, body)
 	}
 	_, body = get(t, cfg.Port, "/status")
-	st = httpapi.Status{}
+	st = statusdoc.Status{}
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}

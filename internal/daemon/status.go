@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/httpapi"
-	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/metrics"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 )
 
 // statusQueueTimeout bounds the lock and queue reads behind /status and
@@ -24,11 +24,8 @@ func (d *Daemon) newServer() error {
 		Ready:           d.ready,
 		Metrics:         d.metrics.Handler(),
 		Enqueue:         d.enqueue,
-		EnqueueMany:     d.enqueueMany,
+		EnqueueMany:     d.be.Queues.EnqueueMany,
 		JobsToken:       d.cfg.JobsToken,
-		MaxJobBytes:     jobs.MaxPayload,
-		MaxBatchJobs:    jobs.MaxBatch,
-		MaxBatchBytes:   jobs.MaxBatchBytes,
 		MaxBodyInFlight: d.cfg.HTTPMaxBodyBytes,
 		Dashboard:       d.dash.Handler(),
 		Logger:          d.log,
@@ -40,20 +37,25 @@ func (d *Daemon) newServer() error {
 		Handler:  h,
 		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
-	d.conns = httpapi.NewConnLimiter(d.maxConns())
+	if d.conns, err = httpapi.NewConnLimiter(httpapi.ConnLimits{MaxConns: d.maxConns()}); err != nil {
+		return err
+	}
 	d.conns.Configure(d.srv)
 	return nil
 }
 
-// maxConns is HTTP_MAX_CONNS, lowered to half the descriptor limit when
-// that is smaller: the other half is for Redis, the jobs' pipes and
-// processes, and the spare connections of the probes.
+// maxConns is HTTP_MAX_CONNS, lowered when its connections and those
+// still sending their headers (httpapi.PendingPerConn each) would take
+// more than half the descriptor limit: the other half is for Redis and
+// the jobs' pipes and processes.
 func (d *Daemon) maxConns() int {
 	n := d.cfg.HTTPMaxConns
-	if limit := nofileLimit(); limit > 0 && uint64(n) > limit/2 {
-		n = int(max(limit/2, 1))
-		d.log.Info("HTTP_MAX_CONNS lowered to half the descriptor limit", "httpMaxConns", d.cfg.HTTPMaxConns,
-			"nofile", limit, "effective", n)
+	if limit := nofileLimit(); limit > 0 {
+		if fit := httpapi.ConnsWithin(limit/2, n); fit < n {
+			n = fit
+			d.log.Info("HTTP_MAX_CONNS lowered: its connections and those still sending headers must fit in half the descriptor limit",
+				"httpMaxConns", d.cfg.HTTPMaxConns, "nofile", limit, "effective", n, "pending", n*httpapi.PendingPerConn)
+		}
 	}
 	return n
 }
@@ -65,36 +67,36 @@ func (d *Daemon) maxConns() int {
 // and why it does not lead; with several partitions, also the partitions
 // this replica leads (the holder of each is `lockworker partitions`'s to
 // show).
-func (d *Daemon) status(ctx context.Context) httpapi.Status {
+func (d *Daemon) status(ctx context.Context) statusdoc.Status {
 	snaps := d.snapshots() // one reading serves every field
 	rec := d.recordOf(snaps)
-	st := httpapi.Status{
+	st := statusdoc.Status{
 		WorkerID: d.cfg.WorkerID, State: rec.State, Leader: rec.Leader, Token: rec.Token,
 		LockKey: d.be.Keys.Key(), Mode: string(d.be.Mode()), Partitions: d.be.Partitions,
 		Nodes: len(d.be.Clients), RedisOK: d.redisOK(), Version: d.build.Short(),
 	}
 	for _, s := range snaps {
-		st.Lanes = append(st.Lanes, httpapi.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,
+		st.Lanes = append(st.Lanes, statusdoc.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,
 			LeaseLeftMs: s.LeaseLeft().Milliseconds(), Reason: d.cfg.Scrub(s.Reason.String())})
 	}
 	if _, one := d.lock(); one {
 		st.State, st.LeaseLeft = snaps[0].State.String(), snaps[0].LeaseLeft().Milliseconds()
 	} else {
 		for _, o := range rec.Partitions {
-			st.Leads = append(st.Leads, httpapi.LeadStatus{Partition: o.Partition, Token: o.Token,
+			st.Leads = append(st.Leads, statusdoc.LeadStatus{Partition: o.Partition, Token: o.Token,
 				LeaseLeftMs: st.Lanes[o.Partition].LeaseLeftMs})
 		}
 	}
 	st.Eviction = d.evictionStatus()
 	st.Replicas = d.replicaStatus()
-	holder := make(chan *httpapi.Holder, 1)
+	holder := make(chan *statusdoc.Holder, 1)
 	go func() { holder <- d.holder(ctx) }()
 	q, err := d.stats(ctx)
 	st.Holder = <-holder
 	if err != nil {
-		st.Queue = &httpapi.Queue{Error: "unavailable"}
+		st.Queue = &statusdoc.Queue{Error: "unavailable"}
 	} else {
-		st.Queue = &httpapi.Queue{Queue: q}
+		st.Queue = &statusdoc.Queue{Queue: q}
 	}
 	return st
 }
@@ -119,26 +121,26 @@ func (d *Daemon) ready() error {
 
 // replicaStatus is what /status says of masters short of replicas; nil
 // when none is.
-func (d *Daemon) replicaStatus() *httpapi.ReplicaShortage {
+func (d *Daemon) replicaStatus() *statusdoc.ReplicaShortage {
 	short := d.replicas.list()
 	if len(short) == 0 {
 		return nil
 	}
-	r := &httpapi.ReplicaShortage{Reason: shortageErr(short).Error()}
+	r := &statusdoc.ReplicaShortage{Reason: shortageErr(short).Error()}
 	for _, e := range short {
-		r.Masters = append(r.Masters, httpapi.ReplicaMaster{Master: e.Master, OnlineReplicas: e.Online, MinReplicas: e.Min})
+		r.Masters = append(r.Masters, statusdoc.ReplicaMaster{Master: e.Master, OnlineReplicas: e.Online, MinReplicas: e.Min})
 	}
 	return r
 }
 
 // evictionStatus is what /status says of the masters' eviction policies.
-func (d *Daemon) evictionStatus() *httpapi.Eviction {
-	e := &httpapi.Eviction{Safe: true, Nodes: []httpapi.EvictionNode{}}
+func (d *Daemon) evictionStatus() *statusdoc.Eviction {
+	e := &statusdoc.Eviction{Safe: true, Nodes: []statusdoc.EvictionNode{}}
 	if err := d.eviction.allow(); err != nil {
 		e.Safe, e.Reason = false, err.Error()
 	}
 	for _, p := range d.eviction.policies() {
-		n := httpapi.EvictionNode{Node: p.Node, Policy: p.Policy}
+		n := statusdoc.EvictionNode{Node: p.Node, Policy: p.Policy}
 		if p.Err != nil {
 			n.Error = p.Err.Error()
 		}
@@ -162,7 +164,7 @@ func (d *Daemon) metricsSnapshot() metrics.Snapshot {
 
 // holder reads who holds the lock within statusQueueTimeout, for /status;
 // nil with several partitions.
-func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
+func (d *Daemon) holder(ctx context.Context) *statusdoc.Holder {
 	l, one := d.lock()
 	if !one {
 		return nil
@@ -171,9 +173,9 @@ func (d *Daemon) holder(ctx context.Context) *httpapi.Holder {
 	defer cancel()
 	h, err := l.lock.Holder(ctx)
 	if err != nil {
-		return &httpapi.Holder{Error: "unavailable"}
+		return &statusdoc.Holder{Error: "unavailable"}
 	}
-	return &httpapi.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
+	return &statusdoc.Holder{Held: h.Held, WorkerID: h.WorkerID, Token: h.Token, LeaseLeftMs: h.TTL.Milliseconds()}
 }
 
 // stats reads the queue's figures within statusQueueTimeout, for /status
@@ -196,13 +198,4 @@ func (d *Daemon) partitionStats(ctx context.Context) ([]figures.Queue, error) {
 func (d *Daemon) enqueue(ctx context.Context, key string, payload []byte) (string, error) {
 	id, _, err := d.be.Queues.Enqueue(ctx, key, payload)
 	return id, err
-}
-
-// enqueueMany is POST /jobs with an NDJSON body.
-func (d *Daemon) enqueueMany(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
-	items := make([]jobs.Item, len(payloads))
-	for i, p := range payloads {
-		items[i] = jobs.Item{Key: keys[i], Payload: p}
-	}
-	return d.be.Queues.EnqueueMany(ctx, items)
 }

@@ -2,13 +2,13 @@ package dashboard
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/bearer"
 )
 
 // Actions carries out what an operator asks for on the page. The daemon
@@ -70,8 +70,7 @@ func (d *Dashboard) admin(next http.HandlerFunc) http.Handler {
 // bearsAdminToken: r carries the admin token (actions on), compared in
 // constant time.
 func (d *Dashboard) bearsAdminToken(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && d.cfg.actionsOn() && subtle.ConstantTimeCompare([]byte(got), []byte(d.cfg.AdminToken)) == 1
+	return d.cfg.actionsOn() && bearer.Authorized(r, d.cfg.AdminToken)
 }
 
 func (d *Dashboard) act(name string, fn func(context.Context) error) http.HandlerFunc {

@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
-)
 
-// MinAdminTokenLen is the shortest AdminToken New accepts: the token is
-// compared in constant time, but a short one can still be guessed.
-const MinAdminTokenLen = 16
+	"github.com/lockworker/lockworker/internal/bearer"
+)
 
 // Config wires the dashboard to the daemon.
 type Config struct {
@@ -22,14 +19,15 @@ type Config struct {
 	// the page offers no action.
 	Actions Actions
 	// AdminToken is the bearer token every action needs (ADMIN_TOKEN).
-	// Empty: actions off. Otherwise at least MinAdminTokenLen bytes with no
-	// space or control character, and Actions is required. It is never
+	// Empty: actions off. Otherwise at least bearer.MinLen bytes with no
+	// space or control character (bearer.Check), and Actions is required. It is never
 	// sent to a browser and is scrubbed from everything the dashboard
 	// sends.
 	AdminToken string
 	// Secrets are more values that must never be shown, e.g. the Redis
-	// password: scrubbed from every string of every snapshot. Empty
-	// entries are skipped.
+	// password: scrubbed from every string of every snapshot where they
+	// stand (a URL, a header), and wherever they are when at least
+	// redact.MinLiteral bytes long (redact.Secrets).
 	Secrets []string
 	// MinInterval is the least time between two pushes on /events:
 	// change notices arriving faster coalesce into one push. Default 250ms.
@@ -66,11 +64,8 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("dashboard: Source is required"))
 	}
 	if c.AdminToken != "" {
-		if len(c.AdminToken) < MinAdminTokenLen {
-			errs = append(errs, fmt.Errorf("dashboard: AdminToken is %d bytes, want at least %d", len(c.AdminToken), MinAdminTokenLen))
-		}
-		if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			errs = append(errs, errors.New("dashboard: AdminToken has a space or control character"))
+		if err := bearer.Check(c.AdminToken); err != nil {
+			errs = append(errs, fmt.Errorf("dashboard: AdminToken: %w", err))
 		}
 		if c.Actions == nil {
 			errs = append(errs, errors.New("dashboard: AdminToken is set but Actions is nil"))

@@ -53,12 +53,14 @@ type cached struct {
 	gen  uint64
 }
 
-// drawnChart lays the chart out once per process: the machine's chart is
+// drawnChart places the chart once per process: the machine's chart is
 // fixed at build time.
 var drawnChart = sync.OnceValues(func() (struct{ json, svg []byte }, error) {
 	var out struct{ json, svg []byte }
-	c := chartsvg.Layout(machine.Describe())
-	var err error
+	c, err := chartsvg.Layout(machine.Describe())
+	if err != nil {
+		return out, fmt.Errorf("dashboard: chart: %w", err)
+	}
 	if out.json, err = json.Marshal(c); err != nil {
 		return out, fmt.Errorf("dashboard: chart: %w", err)
 	}
@@ -66,7 +68,7 @@ var drawnChart = sync.OnceValues(func() (struct{ json, svg []byte }, error) {
 	return out, nil
 })
 
-// New validates cfg and lays out the chart from the machine's graph.
+// New validates cfg and places the chart from the machine's graph.
 func New(cfg Config) (*Dashboard, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -6,12 +6,15 @@
 // over Server-Sent Events.
 //
 // It guarantees:
-//   - the chart comes from machine.Describe, drawn by package chartsvg,
-//     so a new state or trigger shows up without a change here;
+//   - the chart comes from machine.Describe, placed by package chartsvg,
+//     so a new state or trigger shows up without a change here (or New
+//     fails, if chartsvg's table does not place it);
 //   - nothing secret leaves it: Snapshot has no field for a URL, password,
 //     lock value or the admin token, and every string in a snapshot is
-//     scrubbed of the admin token, Config.Secrets, URL passwords,
-//     Authorization values and key=value credentials before it is sent;
+//     scrubbed (package redact) of URL passwords, Authorization values and
+//     key=value credentials where they stand, and of the admin token and
+//     Config.Secrets of at least redact.MinLiteral bytes wherever they are,
+//     before it is sent;
 //     a Source's errors are logged, never shown;
 //   - actions need the admin token (Authorization: Bearer, compared in
 //     constant time; 401 otherwise); with no token configured the action
@@ -30,8 +33,9 @@
 //   - that a snapshot is one atomic view: the Source decides how it reads;
 //   - that a push reaches a client: a client that reconnects gets a fresh
 //     snapshot instead, which is what the page needs;
-//   - that redaction catches a secret of a shape it does not know and that
-//     nobody listed in Config.Secrets;
+//   - that redaction catches a secret of a place it does not know that
+//     nobody listed in Config.Secrets, or that is shorter than
+//     redact.MinLiteral (searching for a short one would point at it);
 //   - who pressed a button: the admin token is shared, so actions are
 //     logged with the client's address only. Serve it over TLS (or behind
 //     a proxy that terminates TLS) wherever the token crosses a network.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRedact(t *testing.T) {
-	r := newRedactor("s3cr3t-admin-token-value", "p@ss word/x")
+	r := newRedactor("s3cr3t-admin-token-value", "p@ss word/x-0123456", "short-pw")
 	for _, tc := range []struct{ in, want string }{
 		{"plain error, nothing secret", "plain error, nothing secret"},
 		{"dial redis://default:hunter2@10.0.0.5:6379", "dial redis://default:[redacted]@10.0.0.5:6379"},
@@ -20,7 +20,11 @@ func TestRedact(t *testing.T) {
 		{"stale token: 41 < epoch 42", "stale token: 41 < epoch 42"},
 		{"token=abc123", "token=[redacted]"},
 		{"admin s3cr3t-admin-token-value here", "admin [redacted] here"},
-		{"literal p@ss word/x and escaped p%40ss+word%2Fx", "literal [redacted] and escaped [redacted]"},
+		{"literal p@ss word/x-0123456 and escaped p%40ss+word%2Fx-0123456", "literal [redacted] and escaped [redacted]"},
+		// A secret shorter than redact.MinLiteral is found by its place
+		// only: searching for it would mark every text that holds its
+		// bytes, and so point at it.
+		{"redis://:short-pw@h:1 said: not a short-pw", "redis://:[redacted]@h:1 said: not a short-pw"},
 	} {
 		if got := r.text(tc.in); got != tc.want {
 			t.Errorf("text(%q) = %q, want %q", tc.in, got, tc.want)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/redact"
 )
 
 const (
@@ -80,7 +82,7 @@ func TestNoSecretInOutput(t *testing.T) {
 	if err := json.Unmarshal([]byte(outputs["GET /api/snapshot"]), &got); err != nil {
 		t.Fatal(err)
 	}
-	if e := got.Replicas[0].LastError; !strings.Contains(e, "redis://default:"+redacted+"@10.0.0.5:6379") || !strings.Contains(e, "Bearer "+redacted) {
+	if e := got.Replicas[0].LastError; !strings.Contains(e, "redis://default:"+redact.Mark+"@10.0.0.5:6379") || !strings.Contains(e, "Bearer "+redact.Mark) {
 		t.Errorf("lastError redacted to %q", e)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 )
 
 // Fleet owns a set of child processes and kills them all on Close.
@@ -90,7 +90,7 @@ func (f *Fleet) removeOnClose(dir string) {
 // Member is a process with the /status it answered.
 type Member struct {
 	*Process
-	Status httpapi.Status
+	Status statusdoc.Status
 }
 
 // Leaders asks every running process among procs for /status and returns

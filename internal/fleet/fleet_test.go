@@ -20,7 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/fleet"
-	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
@@ -50,7 +50,7 @@ func fakeReplica() {
 	}
 	leader := os.Getenv("FAKE_LEADER") == "true"
 	go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(httpapi.Status{WorkerID: os.Getenv("WORKER_ID"), State: "working", Leader: leader, Token: 7})
+		_ = json.NewEncoder(w).Encode(statusdoc.Status{WorkerID: os.Getenv("WORKER_ID"), State: "working", Leader: leader, Token: 7})
 	}))
 	fmt.Println("ready")
 	for range terms {

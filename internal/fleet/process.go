@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/httpapi"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/tail"
 )
 
@@ -213,22 +213,22 @@ func (p *Process) Kill() error {
 }
 
 // Status reads the child's GET /status.
-func (p *Process) Status(ctx context.Context) (httpapi.Status, error) {
+func (p *Process) Status(ctx context.Context) (statusdoc.Status, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/status", nil)
 	if err != nil {
-		return httpapi.Status{}, err
+		return statusdoc.Status{}, err
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
-		return httpapi.Status{}, fmt.Errorf("fleet: %s /status: %w", p.Name, err)
+		return statusdoc.Status{}, fmt.Errorf("fleet: %s /status: %w", p.Name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return httpapi.Status{}, fmt.Errorf("fleet: %s /status: %s", p.Name, resp.Status)
+		return statusdoc.Status{}, fmt.Errorf("fleet: %s /status: %s", p.Name, resp.Status)
 	}
-	var s httpapi.Status
+	var s statusdoc.Status
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return httpapi.Status{}, fmt.Errorf("fleet: %s /status: %w", p.Name, err)
+		return statusdoc.Status{}, fmt.Errorf("fleet: %s /status: %w", p.Name, err)
 	}
 	return s, nil
 }

@@ -182,25 +182,13 @@ func (s *supervisor) loop(sigs <-chan os.Signal, control <-chan string, deadline
 	for {
 		select {
 		case sig := <-sigs:
-			switch sig {
-			case parentDeathSignal:
-				s.kill("parent")
-			case syscall.SIGTERM, syscall.SIGINT:
-				s.term()
-			}
+			s.caught(sig)
 		case msg, ok := <-control:
-			switch {
-			case !ok:
+			if !ok { // the daemon is gone
 				control = nil
 				s.kill("parent")
-			case msg == msgTerm:
-				s.term()
-			case msg == msgKill:
-				s.kill("")
-			case strings.HasPrefix(msg, msgDeadline):
-				if d, err := parseDeadline(strings.TrimPrefix(msg, msgDeadline)); err == nil && d != 0 {
-					expire.Reset(time.Duration(d - monoNow()))
-				}
+			} else {
+				s.command(msg, expire)
 			}
 		case <-expire.C:
 			s.kill("deadline")
@@ -211,6 +199,32 @@ func (s *supervisor) loop(sigs <-chan os.Signal, control <-chan string, deadline
 		}
 		if s.reap() {
 			return s.report()
+		}
+	}
+}
+
+// caught acts on a signal the supervisor caught. SIGCHLD and SIGPIPE only
+// wake the loop, which reaps.
+func (s *supervisor) caught(sig os.Signal) {
+	switch sig {
+	case parentDeathSignal:
+		s.kill("parent")
+	case syscall.SIGTERM, syscall.SIGINT:
+		s.term()
+	}
+}
+
+// command acts on a line of the control pipe: a moved lease deadline
+// rearms expire.
+func (s *supervisor) command(msg string, expire *time.Timer) {
+	switch {
+	case msg == msgTerm:
+		s.term()
+	case msg == msgKill:
+		s.kill("")
+	case strings.HasPrefix(msg, msgDeadline):
+		if d, err := parseDeadline(strings.TrimPrefix(msg, msgDeadline)); err == nil && d != 0 {
+			expire.Reset(time.Duration(d - monoNow()))
 		}
 	}
 }

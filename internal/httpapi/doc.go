@@ -2,10 +2,13 @@
 // /metrics and, when a token is configured, POST /jobs: one job per request,
 // or one per line of an NDJSON body, all enqueued or none.
 //
-// ConnLimiter bounds the open connections (spares kept for the probes) and
-// sets the server's timeouts; the body bytes of POST /jobs in flight are
-// bounded across requests (Config.MaxBodyInFlight). What one client may
-// still hold is bounded by those.
+// ConnLimiter bounds the open connections and sets the server's timeouts:
+// those still sending their headers apart from those being served, per
+// client address too, so half-open connections never take a place a
+// finished request needs, and the probes answer when every place is busy.
+// The body bytes of POST /jobs in flight are bounded across requests
+// (Config.MaxBodyInFlight). What one client may still hold is bounded by
+// those; the places of finished requests are not shared out by address.
 //
 // It shows nothing secret: no lock value, no Redis password, no job token.
 // It changes nothing about leadership; it only reads snapshots and enqueues.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,10 +18,11 @@ import (
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-const token = "t0ken"
+const token = "t0ken-0123456789abcdef"
 
 // jobsAPI is POST /jobs on a real queue in a real Redis, wired as the
 // daemon wires it.
@@ -43,19 +45,10 @@ func newJobsAPI(t testing.TB) *jobsAPI {
 		t.Fatal(err)
 	}
 	h, err := httpapi.New(httpapi.Config{
-		Status:  func(context.Context) httpapi.Status { return httpapi.Status{} },
-		Enqueue: q.Enqueue,
-		EnqueueMany: func(ctx context.Context, keys []string, payloads [][]byte) ([]string, error) {
-			items := make([]jobs.Item, len(payloads))
-			for i := range items {
-				items[i] = jobs.Item{Key: keys[i], Payload: payloads[i]}
-			}
-			return q.EnqueueMany(ctx, items)
-		},
-		JobsToken:     token,
-		MaxJobBytes:   jobs.MaxPayload,
-		MaxBatchJobs:  jobs.MaxBatch,
-		MaxBatchBytes: jobs.MaxBatchBytes,
+		Status:      func(context.Context) statusdoc.Status { return statusdoc.Status{} },
+		Enqueue:     q.Enqueue,
+		EnqueueMany: q.EnqueueMany,
+		JobsToken:   token,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -99,16 +92,17 @@ func (a *jobsAPI) post(t testing.TB, contentType, auth, body string) answer {
 	return ans
 }
 
-// stream is what the queue holds, as job ID and payload per entry.
+// stream is what the queue holds, as job ID and payload per job, in
+// enqueue order (keyless jobs of one partition: one serial queue).
 func (a *jobsAPI) stream(t testing.TB) [][2]string {
 	t.Helper()
-	msgs, err := a.c.XRange(context.Background(), keys.Lease().Stream(), "-", "+").Result()
+	all, err := a.q.Unfinished(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][2]string
-	for _, m := range msgs {
-		out = append(out, [2]string{m.Values["id"].(string), m.Values["payload"].(string)})
+	for _, j := range all {
+		out = append(out, [2]string{j.ID, string(j.Payload)})
 	}
 	return out
 }
@@ -179,18 +173,18 @@ func TestNDJSONRefusals(t *testing.T) {
 	}
 }
 
-// TestNDJSONRedisErrors: a batch Redis refused (here the queue's key holds
-// a string) is 503 and nothing enqueued; without an answer from Redis, 503
-// and the batch is whole or absent.
+// TestNDJSONRedisErrors: a batch Redis refused (here the queue's ready set
+// holds a string) is 503 and nothing enqueued; without an answer from
+// Redis, 503 and the batch is whole or absent.
 func TestNDJSONRedisErrors(t *testing.T) {
 	a := newJobsAPI(t)
-	if err := a.c.Set(t.Context(), keys.Lease().Stream(), "not a stream", 0).Err(); err != nil {
+	if err := a.c.Set(t.Context(), keys.Lease().Ready(), "not a stream", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if ans := a.post(t, ndjson, token, "1\n2\n"); ans.code != 503 || !strings.Contains(ans.Error, "Redis refused; nothing enqueued") {
 		t.Fatalf("POST /jobs to a key of the wrong type = %+v", ans)
 	}
-	if v := a.c.Get(t.Context(), keys.Lease().Stream()).Val(); v != "not a stream" {
+	if v := a.c.Get(t.Context(), keys.Lease().Ready()).Val(); v != "not a stream" {
 		t.Fatalf("the key now holds %q", v)
 	}
 	a.rs.Kill()
@@ -207,7 +201,8 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	payload := `{"n":` + strings.Repeat("1", 57) + `}`
 	fresh := func(b *testing.B) {
 		b.Helper()
-		if err := a.c.Del(context.Background(), keys.Lease().Stream()).Err(); err != nil {
+		l := keys.Lease()
+		if err := a.c.Del(context.Background(), l.Group("s"), l.Ready(), l.Counters()).Err(); err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
@@ -278,14 +273,13 @@ func TestKeys(t *testing.T) {
 		return ans
 	}
 	keyOf := func() []string {
-		msgs, err := a.c.XRange(t.Context(), keys.Lease().Stream(), "-", "+").Result()
+		all, err := a.q.Unfinished(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, m := range msgs {
-			k, _ := m.Values["key"].(string)
-			out = append(out, k)
+		for _, j := range all {
+			out = append(out, j.Key)
 		}
 		return out
 	}
@@ -311,6 +305,75 @@ func TestKeys(t *testing.T) {
 	}
 	if n := len(keyOf()); n != 5 {
 		t.Fatalf("%d jobs after refused batches, want 5", n)
+	}
+}
+
+// TestKeyRefusals: a key given in Lockworker-Key, or in the field that
+// Lockworker-Key-Field names, is held to the queue's one rule
+// (jobs.CheckKey): empty, blank, a tab or another control character, too
+// long: 400 with the reason and the header, for one job and for a batch,
+// and nothing enqueued.
+func TestKeyRefusals(t *testing.T) {
+	a := newJobsAPI(t)
+	post := func(contentType, body string, header map[string][]string) answer {
+		t.Helper()
+		req, err := http.NewRequest("POST", a.srv.URL+"/jobs", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Authorization", "Bearer "+token)
+		maps.Copy(req.Header, header)
+		res, err := a.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var ans answer
+		if err := json.NewDecoder(res.Body).Decode(&ans); err != nil {
+			t.Fatal(err)
+		}
+		ans.code = res.StatusCode
+		return ans
+	}
+	key := func(v ...string) map[string][]string { return map[string][]string{httpapi.HeaderKey: v} }
+	for _, tc := range []struct {
+		name   string
+		header map[string][]string
+		msg    string
+	}{
+		{"a tab", key("a\tb"), "Lockworker-Key: ordering key with a control character"},
+		{"empty", key(""), "Lockworker-Key: ordering key empty or only spaces"},
+		{"blank", key("   "), "Lockworker-Key: ordering key empty or only spaces"},
+		{"too long", key(strings.Repeat("k", jobs.MaxKey+1)), "Lockworker-Key: ordering key longer than 1024 bytes"},
+		{"twice", key("a", "b"), "Lockworker-Key given more than once"},
+	} {
+		for _, ct := range []string{"text/plain", ndjson} {
+			t.Run(tc.name+" "+ct, func(t *testing.T) {
+				if ans := post(ct, "1\n", tc.header); ans.code != http.StatusBadRequest || !strings.Contains(ans.Error, tc.msg) {
+					t.Fatalf("POST /jobs = %+v; want 400 and %q", ans, tc.msg)
+				}
+			})
+		}
+	}
+	field := map[string][]string{httpapi.HeaderKeyField: {"acct"}}
+	for body, msg := range map[string]string{
+		`{"acct":"x"}` + "\n" + `{"acct":"a\tb"}`: `job 2: key field "acct": ordering key with a control character; nothing enqueued`,
+		`{"acct":" "}`:              `job 1: key field "acct": ordering key empty or only spaces; nothing enqueued`,
+		`{"acct":"x"}` + "\n" + `7`: `job 2: key field "acct": no JSON object with a string field of that name; nothing enqueued`,
+	} {
+		if ans := post(ndjson, body, field); ans.code != http.StatusBadRequest || ans.Error != msg {
+			t.Errorf("POST /jobs %q = %+v; want 400 and %q", body, ans, msg)
+		}
+	}
+	if ans := post(ndjson, "1", map[string][]string{httpapi.HeaderKeyField: {""}}); ans.code != http.StatusBadRequest {
+		t.Errorf("an empty %s: %+v, want 400", httpapi.HeaderKeyField, ans)
+	}
+	if got := a.stream(t); len(got) != 0 {
+		t.Fatalf("%d jobs enqueued, want none", len(got))
+	}
+	if ans := post("text/plain", "1", key("customer 7")); ans.code != http.StatusAccepted {
+		t.Fatalf("a key with a space: %+v", ans)
 	}
 }
 

@@ -9,15 +9,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/jobs"
+	"github.com/lockworker/lockworker/internal/statusdoc"
 )
 
 func TestEndpoints(t *testing.T) {
 	ready := false
 	var got []byte
 	h := mustNew(t, Config{
-		Status: func(context.Context) Status {
-			return Status{WorkerID: "w1", State: "working", Leader: true, Token: 7, LockKey: "k"}
+		Status: func(context.Context) statusdoc.Status {
+			return statusdoc.Status{WorkerID: "w1", State: "working", Leader: true, Token: 7, LockKey: "k"}
 		},
 		Ready: func() error {
 			if !ready {
@@ -25,12 +26,12 @@ func TestEndpoints(t *testing.T) {
 			}
 			return nil
 		},
-		JobsToken: "t0ken",
+		JobsToken: "t0ken-0123456789abcdef",
 		Enqueue: func(_ context.Context, _ string, p []byte) (string, error) {
 			got = p
 			return "01JOB", nil
 		},
-		EnqueueMany: func(context.Context, []string, [][]byte) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
+		EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
 	})
 	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -70,18 +71,18 @@ func TestEndpoints(t *testing.T) {
 	if c := do("POST", "/jobs", "Bearer wrong", "x").Code; c != 401 {
 		t.Fatalf("POST /jobs with wrong token: %d", c)
 	}
-	if rec := do("POST", "/jobs", "Bearer t0ken", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
+	if rec := do("POST", "/jobs", "Bearer t0ken-0123456789abcdef", "payload"); rec.Code != 202 || string(got) != "payload" || !strings.Contains(rec.Body.String(), "01JOB") {
 		t.Fatalf("POST /jobs: %d %s (got %q)", rec.Code, rec.Body, got)
 	}
 	got = nil
-	if rec := do("POST", "/jobs", "Bearer t0ken", ""); rec.Code != 400 || got != nil || !strings.Contains(rec.Body.String(), "empty payload") {
+	if rec := do("POST", "/jobs", "Bearer t0ken-0123456789abcdef", ""); rec.Code != 400 || got != nil || !strings.Contains(rec.Body.String(), "empty payload") {
 		t.Fatalf("POST /jobs with an empty body: %d %s; want 400 and nothing enqueued", rec.Code, rec.Body)
 	}
 }
 
 func TestJobsOffWithoutToken(t *testing.T) {
 	h := mustNew(t, Config{
-		Status:  func(context.Context) Status { return Status{} },
+		Status:  func(context.Context) statusdoc.Status { return statusdoc.Status{} },
 		Enqueue: func(context.Context, string, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
 	})
 	rec := httptest.NewRecorder()
@@ -106,36 +107,16 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{Config{}, "Status is required"},
-		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t"}, "Enqueue is nil"},
-		{Config{Status: func(context.Context) Status { return Status{} }, JobsToken: "t",
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef"}, "Enqueue is nil"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef",
 			Enqueue: func(context.Context, string, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
-		{Config{Status: func(context.Context) Status { return Status{} }, MaxBatchJobs: -1}, "MaxBatchJobs"},
-		{Config{Status: func(context.Context) Status { return Status{} }, MaxJobBytes: -1}, "MaxJobBytes"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxBodyInFlight: jobs.MaxBatchBytes - 1}, "MaxBodyInFlight"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken",
+			Enqueue:     func(context.Context, string, []byte) (string, error) { return "", nil },
+			EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { return nil, nil }}, "JobsToken: bearer: token shorter than 16 bytes"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)
-		}
-	}
-}
-
-// TestStatusQueueJSON holds the queue's part of /status byte for byte, as
-// operators' scripts read it: the figures, or zeros and why not.
-func TestStatusQueueJSON(t *testing.T) {
-	for _, c := range []struct {
-		q    Queue
-		want string
-	}{
-		{Queue{Queue: figures.Queue{Pending: 3, Committed: 9, DeadLettered: 1, Epoch: 42, Paused: true, OldestPendingMs: 1500}},
-			`{"pending":3,"committed":9,"deadLettered":1,"epoch":42,"paused":true,"oldestPendingMs":1500}`},
-		{Queue{Error: "unavailable"},
-			`{"pending":0,"committed":0,"deadLettered":0,"epoch":0,"paused":false,"oldestPendingMs":0,"error":"unavailable"}`},
-	} {
-		got, err := json.Marshal(c.q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != c.want {
-			t.Errorf("queue in /status:\n got %s\nwant %s", got, c.want)
 		}
 	}
 }

@@ -15,17 +15,6 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
-// effectIDs is the IDs of the fenced store's effects, in order, and their
-// tokens.
-func effectIDs(t testing.TB, e *env) (ids []string, tokens []int64) {
-	t.Helper()
-	for _, ef := range e.store.effects(t) {
-		ids = append(ids, ef.id)
-		tokens = append(tokens, ef.token)
-	}
-	return ids, tokens
-}
-
 // With group commit every job still runs once, in order, as its first
 // delivery, and a deep queue takes far fewer steps than jobs.
 func TestBatchInOrder(t *testing.T) {
@@ -67,67 +56,47 @@ func TestBatchInOrder(t *testing.T) {
 	noAttemptsLeft(t, e, q)
 }
 
-// noAttemptsLeft: once every job is finished, the attempts hash and the
-// claim mark are gone.
-func noAttemptsLeft(t testing.TB, e *env, q *testQueue) {
-	t.Helper()
-	for _, k := range []string{q.attempts, q.claimed} {
-		if n, err := e.c.Exists(t.Context(), k).Result(); err != nil || n != 0 {
-			t.Fatalf("%s still exists (%v) with no job pending", k, err)
-		}
-	}
-}
-
-// One step commits a whole batch: the position moves to its last job, the
-// entries leave the stream, the counters move by the batch, and a resent
-// step changes nothing more.
-func TestBatchCommit(t *testing.T) {
+// One step commits a whole run: its jobs leave the group, the counters
+// move by the run, the group is ready again at its next job's enqueue
+// time, and a resent step changes nothing more.
+func TestRunCommit(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ids := e.enqueue(t, q, 7)
 	token := becomeLeader(t, e.c)
-	s := mustStep(t, q, token, batch{}, 5, recordNone)
-	if len(s.claimed) != 5 {
-		t.Fatalf("claimed %d, want 5", len(s.claimed))
+	s := mustStep(t, q, stepArgs{token: token, want: 3, runMax: 5, recover: true})
+	if len(s.claimed) != 1 || len(s.claimed[0].jobs) != 5 {
+		t.Fatalf("claimed %+v, want one run of 5 (one serial group)", s.claimed)
 	}
-	b := batch{from: s.position}
-	for i, c := range s.claimed {
-		if c.job.ID != ids[i] || c.job.Attempt != 1 || string(c.job.Payload) != fmt.Sprintf("job %d", i) {
-			t.Fatalf("claimed %d: %+v", i, c.job)
+	run := s.claimed[0]
+	for i, j := range run.jobs {
+		if j.ID != ids[i] || j.Attempt != 1 || string(j.Payload) != fmt.Sprintf("job %d", i) || j.Key != "" || j.EnqueuedAt.IsZero() {
+			t.Fatalf("claimed %d: %+v", i, j)
 		}
-		b.done = append(b.done, outcome{e: c, attempts: 1})
 	}
-	s = mustStep(t, q, token, b, 5, recordOK)
-	if s.position != b.done[4].e.streamID || len(s.claimed) != 2 || s.claimed[0].job.ID != ids[5] {
-		t.Fatalf("after the batch commit: %+v", s)
+	if st := stats(t, q); st.InFlight != 1 || st.Pending != 7 || st.OldestPendingMs <= 0 {
+		t.Fatalf("stats with a run in flight %+v", st)
+	}
+	s = mustStep(t, q, stepArgs{token: token, outcomes: []outcome{committed(run)}, want: 3, runMax: 5})
+	if !s.applied[0] || len(s.claimed) != 1 || len(s.claimed[0].jobs) != 2 || s.claimed[0].jobs[0].ID != ids[5] {
+		t.Fatalf("after the run's commit: %+v", s)
 	}
 	if st := stats(t, q); st.Committed != 5 || st.Pending != 2 || lastCommitted(t, q) != ids[4] {
 		t.Fatalf("stats %+v", st)
 	}
-	mustStep(t, q, token, b, 0, recordDone)
+	s = mustStep(t, q, stepArgs{token: token, outcomes: []outcome{committed(run)}})
+	if s.applied[0] {
+		t.Fatal("a resent commit was applied again")
+	}
 	if st := stats(t, q); st.Committed != 5 || st.Pending != 2 {
-		t.Fatalf("a resent batch commit counted again: %+v", st)
-	}
-	// A step whose reply was lost is sent again: it claims the same jobs,
-	// still as their first delivery (nothing ran them).
-	for range 2 {
-		s = mustStep(t, q, token, b, 5, recordDone)
-		if len(s.claimed) != 2 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 1 || s.claimed[1].job.Attempt != 1 {
-			t.Fatalf("a resent step claimed %+v, want jobs 5 and 6 as first deliveries", s.claimed)
-		}
-	}
-	// Another leader finds that claim unfinished: it hands the jobs out
-	// one at a time, counting the lost delivery.
-	s = mustStep(t, q, becomeLeader(t, e.c), batch{}, 5, recordNone)
-	if len(s.claimed) != 1 || s.claimed[0].job.ID != ids[5] || s.claimed[0].job.Attempt != 2 {
-		t.Fatalf("the next leader claimed %+v, want job 5 alone as its second delivery", s.claimed)
+		t.Fatalf("a resent run commit counted again: %+v", st)
 	}
 }
 
-// A leader lost mid-batch (here after 4 of a batch of 8) leaves the whole
-// batch uncommitted: the next leader runs again the jobs it finished and
+// A leader lost mid-run (here after 4 of a run of 8) leaves the whole
+// run uncommitted: the next leader runs again the jobs it finished and
 // the ones it never reached, one at a time (each as a second delivery),
-// then goes back to batches.
+// then goes back to runs of 8.
 func TestLostBatchRedo(t *testing.T) {
 	e := newEnv(t)
 	var ids []string
@@ -190,23 +159,43 @@ func TestLostBatchRedo(t *testing.T) {
 	noAttemptsLeft(t, e, q2)
 }
 
-// With JOB_MAX_ATTEMPTS=1 a lost batch's jobs have had their one
-// delivery: the next leader dead-letters them, one at a time, and leaves
-// no count behind.
+// With JOB_MAX_ATTEMPTS=1 a lost run's jobs have had their one delivery:
+// the next leader fails them for good without running them, one at a
+// time: dead-letters them (dead-letter) and leaves no count behind, or
+// parks the group at the first (park: with one partition and no keys,
+// the whole serial queue waits for an operator).
 func TestLostBatchOneAttempt(t *testing.T) {
+	t.Run("dead-letter", func(t *testing.T) { lostRunOneAttempt(t, FailureDeadLetter) })
+	t.Run("park", func(t *testing.T) { lostRunOneAttempt(t, FailurePark) })
+}
+
+func lostRunOneAttempt(t *testing.T, policy FailurePolicy) {
 	e := newEnv(t)
 	lease := newLease(0, time.Minute)
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
 		lease.revoked.Store(true)
 		return nil
-	}), func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1 })
-	e.enqueue(t, q, 6)
+	}), func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1; c.OnFailure = policy })
+	ids := e.enqueue(t, q, 6)
 	lease.token = becomeLeader(t, e.c)
 	if err := q.Process(t.Context(), lease); !errors.Is(err, ErrLeaseInvalid) {
 		t.Fatal(err)
 	}
-	q2 := e.queue(t, HandlerFunc(noop), func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1 })
+	ran := 0
+	q2 := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { ran++; return nil }),
+		func(c *WorkerConfig) { c.Batch = 4; c.MaxAttempts = 1; c.OnFailure = policy })
 	stop, _ := process(t, q2, newLease(becomeLeader(t, e.c), time.Minute))
+	if policy == FailurePark {
+		poll.Until(t, 5*time.Second, "the serial queue parked", func() bool { return stats(t, q2).Parked == 1 })
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := q2.Parked(t.Context())
+		if err != nil || len(ps) != 1 || ps[0].JobID != ids[0] || ps[0].Key != "" || ps[0].Held != 6 || ran != 0 {
+			t.Fatalf("parked %+v, %v, ran %d: want the queue held at job 0, nothing run", ps, err, ran)
+		}
+		return
+	}
 	waitCommitted(t, q2, 2)
 	poll.Until(t, 5*time.Second, "4 dead letters", func() bool { return stats(t, q2).DeadLettered == 4 })
 	if err := stop(); err != nil {
@@ -215,16 +204,10 @@ func TestLostBatchOneAttempt(t *testing.T) {
 	noAttemptsLeft(t, e, q2)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// A job that kills its leader each time does not take its batch-mates to
-// the dead letters: after the lost batch each job is delivered alone, the
-// poison one runs out of attempts alone, and every other job is committed.
+// A job that kills its leader each time does not take its run-mates with
+// it: after the lost run each job is delivered alone, the poison one runs
+// out of attempts alone (dead-lettered, here), and every other job is
+// committed.
 func TestPoisonIsolatedInBatch(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
@@ -239,7 +222,7 @@ func TestPoisonIsolatedInBatch(t *testing.T) {
 			return nil
 		}
 		return e.store.write(ctx, j.ID, l.Token())
-	}), func(c *WorkerConfig) { c.Batch = 8; c.MaxAttempts = 3 })
+	}), func(c *WorkerConfig) { c.Batch = 8; c.MaxAttempts = 3; c.OnFailure = FailureDeadLetter })
 	var all []string
 	for _, p := range []string{"job 0", "job 1", "poison", "after 0", "after 1", "after 2", "after 3",
 		"after 4", "after 5", "after 6", "after 7", "after 8", "after 9"} {
@@ -299,10 +282,10 @@ func TestPoisonIsolatedInBatch(t *testing.T) {
 	noAttemptsLeft(t, e, q)
 }
 
-// A job that fails (an error, not a lost leader) ends its batch: the jobs
+// A job that fails (an error, not a lost leader) ends its run: the jobs
 // before it are committed, the ones after it given back untouched, and it
-// is retried alone until dead-lettered; the rest then runs as first
-// deliveries.
+// is retried alone until dead-lettered (dead-letter, here); the rest then
+// runs as first deliveries.
 func TestFailingJobInBatch(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
@@ -315,7 +298,7 @@ func TestFailingJobInBatch(t *testing.T) {
 			return errors.New("boom")
 		}
 		return e.store.write(ctx, j.ID, l.Token())
-	}), func(c *WorkerConfig) { c.Batch = 8; c.MaxAttempts = 3 })
+	}), func(c *WorkerConfig) { c.Batch = 8; c.MaxAttempts = 3; c.OnFailure = FailureDeadLetter })
 	ids := e.enqueue(t, q, 10)
 	stop, _ := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
 	waitCommitted(t, q, 9)

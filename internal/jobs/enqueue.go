@@ -8,59 +8,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
-)
 
-// MaxPayload is the largest job payload Enqueue accepts, in bytes.
-const MaxPayload = 1 << 20
-
-// MaxKey is the longest ordering key Enqueue accepts, in bytes.
-const MaxKey = 1024
-
-// MaxBatch is the most jobs one EnqueueMany call adds, and MaxBatchBytes
-// the most payload bytes. They keep one transaction short for Redis (it
-// serves nobody else while it runs) and within the client's read and
-// write timeouts, and bound what a request holds in memory.
-const (
-	MaxBatch      = 1000
-	MaxBatchBytes = 8 << 20
-)
-
-// EnqueueMany's refusals of a whole batch; nothing of it was enqueued.
-var (
-	ErrNoJobs        = errors.New("jobs: no jobs to enqueue")
-	ErrTooManyJobs   = fmt.Errorf("jobs: more than %d jobs in one batch", MaxBatch)
-	ErrBatchTooLarge = fmt.Errorf("jobs: batch larger than %d bytes (8 MiB)", MaxBatchBytes)
+	"github.com/lockworker/lockworker/internal/notice"
+	"github.com/lockworker/lockworker/internal/replicas"
+	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
 // ErrOutcomeUnknown is part of an EnqueueMany error when Redis did not
 // answer (a broken connection, a timeout): the batch may have been
 // enqueued, whole, or not at all; never in part. Without it, Redis refused
-// the batch and nothing of it was enqueued. Packages that cannot import
-// jobs find it by its method, OutcomeUnknown() bool.
-var ErrOutcomeUnknown error = outcomeUnknown{}
-
-type outcomeUnknown struct{}
-
-func (outcomeUnknown) Error() string        { return "jobs: the batch was enqueued whole or not at all" }
-func (outcomeUnknown) OutcomeUnknown() bool { return true }
-
-// BatchError refuses a batch because of one of its jobs (Index, from 0);
-// nothing of the batch was enqueued. Err is ErrEmptyPayload or
-// ErrPayloadTooLarge.
-type BatchError struct {
-	Index int
-	Err   error
-}
-
-func (e *BatchError) Error() string {
-	return "jobs: job " + strconv.Itoa(e.Index+1) + ": " + trim(e.Err)
-}
-
-// Unwrap makes errors.Is(err, ErrPayloadTooLarge) and the like hold.
-func (e *BatchError) Unwrap() error { return e.Err }
+// the batch and nothing of it was enqueued.
+var ErrOutcomeUnknown = errors.New("jobs: the batch was enqueued whole or not at all")
 
 // trim drops the package prefix of a wrapped jobs error, so a message
 // names the package once.
@@ -74,157 +34,168 @@ type Item struct {
 }
 
 // Enqueue appends a job with ordering key key ("" for none) to the tail of
-// the queue and returns its ULID, and publishes the ID on EnqueuedChannel
-// so an idle leader wakes at once. Anyone may call it; it needs no
-// leadership. A payload must hold 1 to MaxPayload bytes (ErrEmptyPayload,
-// ErrPayloadTooLarge), a key at most MaxKey (ErrKeyTooLong). Only the
-// append decides the result: a lost notice costs the leader one
-// PollInterval, while reporting it as a failure would invite a second
-// enqueue of the same job.
+// its group (the key's jobs; see Config.Partitions for keyless ones) and
+// returns its ULID, and publishes the ID on EnqueuedChannel so an idle
+// leader wakes at once. Anyone may call it; it needs no leadership. The
+// job is checked first (CheckItem: an error wrapping ErrInvalidInput, and
+// nothing written). Only the append decides the result: a lost notice costs the leader one PollInterval, while
+// reporting it as a failure would invite a second enqueue of the same
+// job.
 func (q *Queue) Enqueue(ctx context.Context, key string, payload []byte) (string, error) {
 	return q.enqueue(ctx, ulid.Make().String(), Item{Key: key, Payload: payload})
 }
 
 func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error) {
-	if err := checkItem(it); err != nil {
+	if err := CheckItem(it); err != nil {
 		return "", err
 	}
-	conn, want, err := q.acks.conn(ctx, q.cfg.Client, q.stream)
-	if err != nil {
-		return "", fmt.Errorf("jobs: enqueue: count the replicas: %w", err)
-	}
-	if conn != nil {
-		defer func() { _ = conn.Close() }()
-	}
-	var add *redis.StringCmd
-	var wait *redis.Cmd
-	q.withNotice(ctx, conn, func(p redis.Pipeliner) {
-		add = p.XAdd(ctx, q.xadd(id, it, q.nowMillis()))
-		if conn != nil {
-			wait = q.acks.wait(ctx, p, want)
-		}
-	}, id)
-	if err := add.Err(); err != nil {
-		return "", fmt.Errorf("jobs: enqueue: %w", full(err))
-	}
-	if wait != nil {
-		if err := q.acks.check(wait, want); err != nil {
-			return "", fmt.Errorf("jobs: enqueue %s: %w", id, err)
-		}
+	err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{{0}}, []string{id}, []Item{it})
+	switch {
+	case errors.Is(err, ErrNotReplicated):
+		return "", fmt.Errorf("jobs: enqueue %s: %w", id, err)
+	case err != nil:
+		return "", fmt.Errorf("jobs: enqueue: %w", err)
 	}
 	return id, nil
 }
 
-// EnqueueMany appends the items to the tail of the queue, in order, all
-// or none, and returns their ULIDs in the same order (which is also their
-// processing order); then it publishes one notice, the last ID.
+// EnqueueMany appends the items to the tails of their groups, in order,
+// all or none, and returns their ULIDs in the same order (which is also
+// the order in which the jobs of one group run); then it publishes one
+// notice, the last ID.
 //
-// The batch is checked whole before anything is written: 1 to MaxBatch
-// items of 1 to MaxPayload bytes each (BatchError names the first bad
-// one), at most MaxBatchBytes in all. It is written as one MULTI/EXEC
-// transaction, so no job of another producer lands between its jobs, and
-// no leader sees a part of it. Redis does not roll a transaction back, but
-// every command in it is an XADD with a fresh ID to the same stream, so
-// they succeed or fail together: a wrong key type fails each of them, and
-// a refusal before EXEC (out of memory, an ACL) discards them all.
-//
-// A batch of one is an Enqueue: one round trip instead of two.
+// The batch is checked whole before anything is written (CheckBatch: 1
+// to MaxBatch items, each as CheckItem checks it, a *BatchError naming
+// the first bad one, at most MaxBatchBytes in all). It is written by one script
+// (enqueue.lua), which Redis runs atomically: no job of another producer
+// lands between its jobs of one group, and no leader sees a part of it.
+// The script checks every key it writes first, so a key of the wrong type
+// refuses the batch whole; so does a refusal of the script (out of
+// memory, an ACL).
 //
 // An error wrapping ErrOutcomeUnknown (no answer: the connection broke,
 // a timeout) leaves the caller unable to tell whether the whole batch was
 // added; it is never partly added. Any other error means none was.
 func (q *Queue) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
-	if err := checkBatch(items); err != nil {
+	if err := CheckBatch(items); err != nil {
 		return nil, err
 	}
-	if len(items) == 1 { // all or none by itself
-		id, err := q.Enqueue(ctx, items[0].Key, items[0].Payload)
-		if err != nil {
-			return nil, err
-		}
-		return []string{id}, nil
-	}
-	ids := make([]string, len(items))
-	for i := range ids {
-		ids[i] = ulid.Make().String() // monotonic: in order within the batch
-	}
-	err := addMany(ctx, q.cfg.Client, []*Queue{q}, [][]int{indexes(len(items))}, ids, items)
-	if err != nil {
-		return nil, err
+	ids := newIDs(len(items))
+	if err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{indexes(len(items))}, ids, items); err != nil {
+		return nil, enqueueError(len(items), err)
 	}
 	return ids, nil
 }
 
-// addMany writes items[i] with ID ids[i] to queues[k] for each i in
-// parts[k], in one MULTI/EXEC on client, then publishes each queue's last
-// ID on its channel (after EXEC, not inside it: a notice that cannot be
-// sent, say an ACL without the channel, must not undo the batch). A
-// refusal before EXEC (out of memory, an ACL) discards every XADD; one
-// that fails inside EXEC (a stream key of the wrong type) fails alone, so
-// a batch over several streams can be written in part: the error is then
-// a *PartialError naming what was written.
-func addMany(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [][]int, ids []string, items []Item) error {
-	n := 0
-	for _, part := range parts {
-		n += len(part)
+// newIDs is n fresh ULIDs, in order (monotonic within the batch).
+func newIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = ulid.Make().String()
 	}
-	now := queues[0].nowMillis()
-	first := slices.IndexFunc(parts, func(p []int) bool { return len(p) > 0 })
-	ack := queues[first].acks
-	conn, want, err := ack.conn(ctx, client, queues[first].stream)
+	return ids
+}
+
+// enqueueError is EnqueueMany's error for n jobs: one that got no answer
+// wraps ErrOutcomeUnknown.
+func enqueueError(n int, err error) error {
+	if errors.As(err, new(unanswered)) {
+		return fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", n, err, ErrOutcomeUnknown)
+	}
+	return fmt.Errorf("jobs: enqueue %d jobs: %w", n, err)
+}
+
+// unanswered is appendJobs' error when Redis did not answer the write
+// (a broken connection, a timeout): it may have been applied.
+type unanswered struct{ err error }
+
+func (u unanswered) Error() string { return u.err.Error() }
+func (u unanswered) Unwrap() error { return u.err }
+
+// appendJobs writes items[i] with ID ids[i] to queues[k] for each i in
+// parts[k], in one enqueue.lua call on client (all or none: the script
+// checks every key first), with each queue's notice (its last ID) and,
+// when the master has replicas, one WAIT pipelined behind it: one round
+// trip. A refusal is returned as Redis gave it (wrapped in ErrRedisFull
+// for memory); no answer at all is an unanswered; a write that too few
+// replicas acknowledged wraps ErrNotReplicated.
+func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [][]int, ids []string, items []Item) error {
+	first := queues[slices.IndexFunc(parts, func(p []int) bool { return len(p) > 0 })]
+	ack := first.acks
+	conn, want, err := ack.conn(ctx, client, first.ready)
 	if err != nil {
-		return fmt.Errorf("jobs: enqueue %d jobs: count the replicas: %w", n, err)
+		return fmt.Errorf("count the replicas: %w", err)
 	}
+	var c scriptpipe.Client = client
 	if conn != nil {
 		defer func() { _ = conn.Close() }()
-		client = conn // the transaction and its WAIT on one connection
+		c = conn // the script and its WAIT on one connection
 	}
-	adds := make(map[int]*redis.StringCmd, n)
-	_, err = client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for k, part := range parts {
-			for _, i := range part {
-				adds[i] = p.XAdd(ctx, queues[k].xadd(ids[i], items[i], now))
-			}
-		}
-		return nil
-	})
-	var refused redis.Error
-	switch {
-	case err == nil:
-	case !errors.As(err, &refused):
-		return fmt.Errorf("jobs: enqueue %d jobs: %w (%w)", n, err, ErrOutcomeUnknown)
-	default: // a reply: MULTI, a queued command, EXEC or an XADD inside it refused
-		for _, add := range adds {
-			if errors.Is(full(add.Err()), ErrRedisFull) { // queued refused for memory: EXECABORT
-				err = fmt.Errorf("%w: %w", ErrRedisFull, err)
-				break
-			}
-		}
-		written := make([]string, len(ids))
-		some := false
-		for i, add := range adds {
-			if add.Err() == nil && add.Val() != "" {
-				written[i], some = ids[i], true
-			}
-		}
-		if !some {
-			return fmt.Errorf("jobs: enqueue %d jobs: %w", n, err)
-		}
-		return &PartialError{IDs: written, Err: err}
-	}
-	if conn != nil { // one WAIT for the whole batch
-		err = ack.check(conn.Do(ctx, "WAIT", want, ack.timeout.Milliseconds()), want)
-	}
+	keys, args := appendArgs(queues, parts, ids, items, first.nowMillis())
+	b := scriptpipe.Batch{Script: enqueueScript, Keys: keys, Args: args}
+	var late []*Queue // notices sent once the write is answered
 	for k, part := range parts {
-		if len(part) > 0 {
-			q := queues[k]
-			_ = notice.Publish(ctx, client, q.cfg.ShardedNotices, q.enqueued, ids[part[len(part)-1]]).Err()
+		switch q := queues[k]; {
+		case len(part) == 0:
+		case q.noticeAfter:
+			late = append(late, q)
+		default:
+			b.After = append(b.After, q.notice(ids[part[len(part)-1]]))
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("jobs: enqueue %d jobs: %w", n, err)
+	if conn != nil { // the WAIT of acks.check, bounded by its timeout
+		b.After = append(b.After, replicas.WaitCommand(want, ack.timeout))
+	}
+	_, r := scriptpipe.Run(ctx, c, b, nil)
+	var refused redis.Error
+	switch err := r.Script.Err(); {
+	case err == nil:
+	case errors.As(err, &refused):
+		return full(err)
+	default:
+		return unanswered{err}
+	}
+	for _, q := range late {
+		part := parts[slices.Index(queues, q)]
+		_ = q.publish(ctx, q.cfg.Client, ids[part[len(part)-1]])
+	}
+	if conn != nil {
+		return ack.check(r.After[len(r.After)-1], want)
 	}
 	return nil
+}
+
+// appendArgs is enqueue.lua's keys and arguments for appendJobs.
+func appendArgs(queues []*Queue, parts [][]int, ids []string, items []Item, now string) (keys []string, args []any) {
+	var used []*Queue
+	index := map[*Queue]int{} // 1-based, as the script counts
+	n := 0
+	for k, part := range parts {
+		if len(part) > 0 {
+			used = append(used, queues[k])
+			index[queues[k]] = len(used)
+			n += len(part)
+		}
+	}
+	keys = make([]string, 0, 2*len(used)+n)
+	for _, q := range used {
+		keys = append(keys, q.ready)
+	}
+	for _, q := range used {
+		keys = append(keys, q.counters)
+	}
+	args = make([]any, 0, 2+3*n)
+	args = append(args, len(used), now)
+	ms, _ := strconv.ParseInt(now, 10, 64)
+	for k, part := range parts {
+		q := queues[k]
+		for _, i := range part {
+			m := q.member(items[i].Key, ids[i])
+			keys = append(keys, q.group(m))
+			args = append(args, index[q], m, encodeEntry(ids[i], ms, "", items[i].Key, items[i].Payload))
+		}
+	}
+	return keys, args
 }
 
 func indexes(n int) []int {
@@ -235,71 +206,41 @@ func indexes(n int) []int {
 	return out
 }
 
-func (q *Queue) xadd(id string, it Item, now string) *redis.XAddArgs {
-	values := []any{"id", id, "payload", it.Payload, "enqueued_at", now}
-	if it.Key != "" {
-		values = append(values, "key", it.Key)
-	}
-	return &redis.XAddArgs{Stream: q.stream, Values: values}
-}
-
-func checkItem(it Item) error {
-	switch {
-	case len(it.Payload) == 0:
-		return ErrEmptyPayload
-	case len(it.Payload) > MaxPayload:
-		return ErrPayloadTooLarge
-	case len(it.Key) > MaxKey:
-		return ErrKeyTooLong
-	case strings.ContainsFunc(it.Key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return ErrKeyInvalid
-	}
-	return nil
-}
-
-func checkBatch(items []Item) error {
-	switch {
-	case len(items) == 0:
-		return ErrNoJobs
-	case len(items) > MaxBatch:
-		return ErrTooManyJobs
-	}
-	total := 0
-	for i, it := range items {
-		if err := checkItem(it); err != nil {
-			return &BatchError{Index: i, Err: err}
-		}
-		if total += len(it.Payload) + len(it.Key); total > MaxBatchBytes {
-			return ErrBatchTooLarge
-		}
-	}
-	return nil
-}
-
 // EnqueuedChannel is the pub/sub channel Enqueue publishes new job IDs on;
 // wire it to Worker.Notify (package notice).
 func (q *Queue) EnqueuedChannel() string { return q.enqueued }
 
-// withNotice sends write and, behind it, the enqueue notice msg, in one
-// round trip (on conn, when not nil). A notice must not reach a leader before the write it
-// announces, or the leader looks, finds nothing and sleeps until its
-// next poll: in one pipeline they stay in order on one node. On a Redis
-// Cluster with classic notices (partitions) the notice may go to another
-// node than the queue's, so there it is sent once the write was
-// answered, one round trip later.
-func (q *Queue) withNotice(ctx context.Context, conn *redis.Conn, write func(p redis.Pipeliner), msg string) {
-	var c redis.Cmdable = q.cfg.Client
-	if conn != nil {
-		c = conn // the write and its WAIT on one connection
+// notice is the command that publishes msg on EnqueuedChannel, for a
+// pipeline: it goes behind the write it announces. A notice must not
+// reach a leader before that write, or the leader looks, finds nothing
+// and sleeps until its next poll: in one pipeline they stay in order on
+// one node. On a Redis Cluster with classic notices (partitions) the
+// notice may go to another node than the queue's, so there it is sent
+// once the write was answered (noticeAfter), with publish.
+func (q *Queue) notice(msg string) []any {
+	if q.cfg.ShardedNotices {
+		return []any{"SPUBLISH", q.enqueued, msg}
 	}
-	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		write(p)
-		if !q.noticeAfter {
-			notice.Publish(ctx, p, q.cfg.ShardedNotices, q.enqueued, msg)
-		}
-		return nil
-	})
-	if q.noticeAfter && err == nil {
-		_ = notice.Publish(ctx, q.cfg.Client, q.cfg.ShardedNotices, q.enqueued, msg).Err()
+	return []any{"PUBLISH", q.enqueued, msg}
+}
+
+// publish sends msg on EnqueuedChannel now.
+func (q *Queue) publish(ctx context.Context, c redis.Cmdable, msg string) error {
+	return notice.Publish(ctx, c, q.cfg.ShardedNotices, q.enqueued, msg).Err()
+}
+
+// runNoticed runs script, then publishes msg on EnqueuedChannel, in one
+// round trip when it can (see notice), and returns the script's reply.
+// An operator's change (resume, requeue, retry, skip) wakes the leader
+// this way.
+func (q *Queue) runNoticed(ctx context.Context, script *redis.Script, keys []string, args []any, msg string) *redis.Cmd {
+	b := scriptpipe.Batch{Script: script, Keys: keys, Args: args}
+	if !q.noticeAfter {
+		b.After = [][]any{q.notice(msg)}
 	}
+	_, r := scriptpipe.Run(ctx, q.cfg.Client, b, nil)
+	if q.noticeAfter && r.Script.Err() == nil {
+		_ = q.publish(ctx, q.cfg.Client, msg)
+	}
+	return r.Script
 }

@@ -20,18 +20,20 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-// streamJob is a stream entry as a test reads it.
+// streamJob is a queued job as a test reads it.
 type streamJob struct{ id, payload string }
 
-func streamJobs(t testing.TB, c redis.Cmdable, q *Queue) []streamJob {
+// streamJobs is q's unfinished jobs, group by group, each in its order
+// (keyless jobs of one partition: the serial queue, in enqueue order).
+func streamJobs(t testing.TB, q *Queue) []streamJob {
 	t.Helper()
-	msgs, err := c.XRange(context.Background(), q.stream, "-", "+").Result()
+	jobs, err := q.Unfinished(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]streamJob, len(msgs))
-	for i, m := range msgs {
-		out[i] = streamJob{m.Values["id"].(string), m.Values["payload"].(string)}
+	out := make([]streamJob, len(jobs))
+	for i, j := range jobs {
+		out[i] = streamJob{j.ID, string(j.Payload)}
 	}
 	return out
 }
@@ -57,7 +59,7 @@ func batchQueue(t testing.TB, c redis.Cmdable, cfg Config) *Queue {
 	return q
 }
 
-// TestEnqueueManyInOrder: a batch lands in the stream in its order, after
+// TestEnqueueManyInOrder: a batch lands in the queue in its order, after
 // what came before and before what comes after, and its IDs come back in
 // that order, as ULIDs; so does a batch of one.
 func TestEnqueueManyInOrder(t *testing.T) {
@@ -87,8 +89,8 @@ func TestEnqueueManyInOrder(t *testing.T) {
 		want = append(want, streamJob{id, "job " + strconv.Itoa(i)})
 	}
 	want = append(want, streamJob{last, "after"}, streamJob{alone[0], "alone"})
-	if got := streamJobs(t, e.c, q); !slices.Equal(got, want) {
-		t.Fatalf("stream = %v\nwant %v", got, want)
+	if got := streamJobs(t, q); !slices.Equal(got, want) {
+		t.Fatalf("queue = %v\nwant %v", got, want)
 	}
 }
 
@@ -120,7 +122,7 @@ func TestEnqueueManyRefusesWhole(t *testing.T) {
 			if got := errors.As(err, &be); got != (tc.index >= 0) || got && be.Index != tc.index {
 				t.Fatalf("error %v: want a BatchError at %d", err, tc.index)
 			}
-			if n := e.c.XLen(t.Context(), q.stream).Val(); n != 0 {
+			if n := len(streamJobs(t, q)); n != 0 {
 				t.Fatalf("%d jobs enqueued, want none", n)
 			}
 		})
@@ -132,22 +134,22 @@ func TestEnqueueManyRefusesWhole(t *testing.T) {
 	}
 }
 
-// TestEnqueueManyRedisRefusal: when Redis refuses the transaction (here a
-// user that may not XADD, denied at MULTI time) no job of it is written,
-// and the error says so.
+// TestEnqueueManyRedisRefusal: when Redis refuses the script (here a user
+// that may not RPUSH, denied at the script's first write) no job of it is
+// written, and the error says so.
 func TestEnqueueManyRedisRefusal(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	if err := e.c.Do(ctx, "ACL", "SETUSER", "producer", "on", ">pw", "~*", "&*", "+@all", "-xadd").Err(); err != nil {
+	if err := e.c.Do(ctx, "ACL", "SETUSER", "producer", "on", ">pw", "~*", "&*", "+@all", "-rpush").Err(); err != nil {
 		t.Fatal(err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), Username: "producer", Password: "pw", MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	q := batchQueue(t, c, Config{})
 	if ids, err := q.EnqueueMany(ctx, items(batchOf("x", 10))); err == nil || ids != nil || errors.Is(err, ErrOutcomeUnknown) {
-		t.Fatalf("EnqueueMany without XADD = %v, %v; want a refusal that says nothing was enqueued", ids, err)
+		t.Fatalf("EnqueueMany without RPUSH = %v, %v; want a refusal that says nothing was enqueued", ids, err)
 	}
-	if n := e.c.XLen(ctx, q.stream).Val(); n != 0 {
+	if n := len(streamJobs(t, batchQueue(t, e.c, Config{}))); n != 0 {
 		t.Fatalf("%d jobs enqueued, want none", n)
 	}
 }
@@ -163,7 +165,10 @@ func TestEnqueueManyOutcomeUnknown(t *testing.T) {
 	q := batchQueue(t, c, Config{})
 	// Connected, and the replica count read (it is good for a second),
 	// before the freeze: the batch itself goes unanswered.
-	if _, _, err := q.acks.conn(ctx, c, q.stream); err != nil {
+	if _, _, err := q.acks.conn(ctx, c, q.ready); err != nil {
+		t.Fatal(err)
+	}
+	if err := enqueueScript.Load(ctx, c).Err(); err != nil { // a warm server runs EVALSHA
 		t.Fatal(err)
 	}
 	e.srv.Freeze()
@@ -173,16 +178,17 @@ func TestEnqueueManyOutcomeUnknown(t *testing.T) {
 	if !errors.Is(err, ErrOutcomeUnknown) || ids != nil {
 		t.Fatalf("EnqueueMany to a frozen Redis = %v, %v; want ErrOutcomeUnknown", ids, err)
 	}
-	poll.Until(t, 10*time.Second, "the batch, sent before the freeze, in the stream", func() bool {
-		return e.c.XLen(ctx, q.stream).Val() > 0
+	seen := batchQueue(t, e.c, Config{})
+	poll.Until(t, 10*time.Second, "the batch, sent before the freeze, in the queue", func() bool {
+		return len(streamJobs(t, seen)) > 0
 	})
-	if n := e.c.XLen(ctx, q.stream).Val(); n != 10 {
+	if n := len(streamJobs(t, seen)); n != 10 {
 		t.Fatalf("%d jobs enqueued, want the whole batch of 10", n)
 	}
 }
 
 // TestEnqueueManyNotInterleaved: batches of concurrent producers are each
-// one contiguous run in the stream, in their own order: the transaction
+// one contiguous run in the serial queue, in their own order: the script
 // keeps other jobs out from between a batch's jobs.
 func TestEnqueueManyNotInterleaved(t *testing.T) {
 	e := newEnv(t)
@@ -207,7 +213,7 @@ func TestEnqueueManyNotInterleaved(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	got := streamJobs(t, e.c, q)
+	got := streamJobs(t, q)
 	if len(got) != producers*batches*size {
 		t.Fatalf("%d jobs, want %d", len(got), producers*batches*size)
 	}
@@ -225,14 +231,14 @@ func TestEnqueueManyNotInterleaved(t *testing.T) {
 }
 
 // TestEnqueueManyNotice: a batch wakes the leader with one notice, its last
-// ID, sent after the jobs are in the stream.
+// ID, sent after the jobs are in the queue.
 func TestEnqueueManyNotice(t *testing.T) {
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
 	testBatchNotice(t, e.c.Subscribe(t.Context(), q.EnqueuedChannel()), e.c, q)
 }
 
-// TestEnqueueManyCluster: the same transaction and notice in Redis Cluster,
+// TestEnqueueManyCluster: the same script and notice in Redis Cluster,
 // with the queue's keys and channel under one hash tag and sharded pub/sub.
 func TestEnqueueManyCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, fleet.ClusterSpec{})
@@ -265,9 +271,9 @@ func testBatchNotice(t *testing.T, ps *redis.PubSub, c redis.Cmdable, q *Queue) 
 	if m.Payload != ids[2] {
 		t.Fatalf("notice %q, want the batch's last ID %s", m.Payload, ids[2])
 	}
-	got := streamJobs(t, c, q)
+	got := streamJobs(t, q)
 	if len(got) != 3 || got[0].id != ids[0] || got[2] != (streamJob{ids[2], "job 2"}) {
-		t.Fatalf("stream = %v, want the batch %v", got, ids)
+		t.Fatalf("queue = %v, want the batch %v", got, ids)
 	}
 }
 
@@ -280,7 +286,7 @@ func BenchmarkEnqueue(b *testing.B) {
 	payload := bytes.Repeat([]byte("p"), 64)
 	fresh := func(b *testing.B) {
 		b.Helper()
-		if err := e.c.Del(ctx, q.stream).Err(); err != nil {
+		if err := e.c.Del(ctx, q.group(memberSerial), q.ready, q.counters).Err(); err != nil {
 			b.Fatal(err)
 		}
 		if err := e.c.ConfigResetStat(ctx).Err(); err != nil {
@@ -308,17 +314,17 @@ func BenchmarkEnqueue(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "jobs/s")
 			b.StopTimer()
-			if us, ok := execMicros(b, e.c); ok { // a batch of one needs no EXEC
-				b.ReportMetric(us, "µs-exec")
+			if us, ok := scriptMicros(b, e.c); ok {
+				b.ReportMetric(us, "µs-script")
 			}
 		})
 	}
 }
 
-// execMicros is how long Redis spent in one EXEC, on average, since the
-// stats were last reset (false: no EXEC since): the time a batch keeps
-// Redis from serving anyone else.
-func execMicros(b *testing.B, c *redis.Client) (float64, bool) {
+// scriptMicros is how long Redis spent in one enqueue script (EVALSHA),
+// on average, since the stats were last reset (false: none since): the
+// time a batch keeps Redis from serving anyone else.
+func scriptMicros(b *testing.B, c *redis.Client) (float64, bool) {
 	b.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -328,7 +334,7 @@ func execMicros(b *testing.B, c *redis.Client) (float64, bool) {
 		b.Fatal(err)
 	}
 	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_exec:"); ok {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
 			for kv := range strings.SplitSeq(rest, ",") {
 				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
 					f, err := strconv.ParseFloat(v, 64)

@@ -16,41 +16,31 @@ var ErrStaleToken = errors.New("jobs: stale fencing token")
 // deadline passed) while the context was still live.
 var ErrLeaseInvalid = errors.New("jobs: lease no longer valid")
 
+// ErrLeaseEnding is a handler's error for a job it stopped, or did not
+// start, because the lease's local deadline is too near (the HTTP
+// handler's LeaseMargin): not the job's failure but the leadership's end.
+// The job counts one delivery and is delivered again by the next leader;
+// Process stops taking jobs and returns an error wrapping
+// ErrLeaseInvalid.
+var ErrLeaseEnding = errors.New("jobs: the lease is ending")
+
 // ErrHandlerPanicked is the failure of a job attempt whose handler
 // panicked; the panic's value follows it in the message.
 var ErrHandlerPanicked = errors.New("jobs: handler panicked")
 
 // ErrPermanent marks a handler's error that no retry can fix (the
-// service answered 4xx: a bad request, a missing resource): the job is
-// dead-lettered at once, whatever its attempt.
+// service answered 4xx: a bad request, a missing resource): the job fails
+// for good at once, whatever its attempt (its key parks, or it is
+// dead-lettered: WorkerConfig.OnFailure).
 var ErrPermanent = errors.New("jobs: permanent failure")
-
-// ErrEmptyPayload, ErrPayloadTooLarge, ErrKeyTooLong and ErrKeyInvalid
-// are Enqueue's refusals: a job carries 1 to MaxPayload bytes, and a key
-// of at most MaxKey bytes without control characters (it travels in an
-// HTTP header and a command's environment).
-var (
-	ErrEmptyPayload    = errors.New("jobs: empty payload")
-	ErrPayloadTooLarge = fmt.Errorf("jobs: payload larger than %d bytes (1 MiB)", MaxPayload)
-	ErrKeyTooLong      = fmt.Errorf("jobs: ordering key longer than %d bytes", MaxKey)
-	ErrKeyInvalid      = errors.New("jobs: ordering key with a control character")
-)
 
 // ErrRedisFull is part of an enqueue's error when Redis refused the write
 // because its memory is full: used memory is above maxmemory, and with
 // noeviction (the only policy lockworker leads on) Redis refuses new
 // writes rather than evict what it holds. Nothing of the enqueue was
-// written; what was acknowledged before stays. Packages that cannot
-// import jobs find it by its method, RedisFull() bool.
-var ErrRedisFull error = redisFull{}
-
-type redisFull struct{}
-
-func (redisFull) Error() string {
-	return "jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
-		"raise maxmemory, or free memory (the leader trims jobs as it commits them; dead letters stay until requeued)"
-}
-func (redisFull) RedisFull() bool { return true }
+// written; what was acknowledged before stays.
+var ErrRedisFull = errors.New("jobs: Redis is full (used memory above maxmemory; it refuses new writes rather than evict): " +
+	"raise maxmemory, or free memory (the leader trims jobs as it commits them; dead letters stay until requeued)")
 
 // full wraps a write's error in ErrRedisFull when Redis refused it for
 // memory (OOM).
@@ -63,11 +53,6 @@ func full(err error) error {
 
 // ErrNotFound is returned by Requeue for an ID that is not a dead letter.
 var ErrNotFound = errors.New("jobs: no such dead letter")
-
-// errOrder means a commit named an entry that is not the next one after the
-// committed position: the store lost this leader's last commits (a Redis
-// failover with async replication), and Process resumes from its position.
-var errOrder = errors.New("jobs: commit out of order")
 
 // StaleError carries the numbers behind an ErrStaleToken: the token, and
 // the store's fence it was below (in Epoch: the highest token seen).

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,11 @@ type ExecConfig struct {
 	// SIGTERM and SIGKILL; the lease deadline shortens it (JOB_STOP_GRACE).
 	// Default 5s; negative is an error.
 	Grace time.Duration
+	// Timeout bounds each run (JOB_TIMEOUT): a command still running
+	// then is stopped as above (SIGTERM, then SIGKILL after Grace), its
+	// whole process tree, and the attempt fails (retried). Default
+	// DefaultHTTPTimeout; negative is an error.
+	Timeout time.Duration
 	// AllowEnv names the daemon's variables the command also gets
 	// (JOB_ENV); see guest.CheckEnvName for what is refused.
 	AllowEnv []string
@@ -37,13 +43,18 @@ type ExecConfig struct {
 // partition's leadership), LOCKWORKER_WORKER_ID, LOCKWORKER_PARTITION and
 // LOCKWORKER_KEY (the job's ordering key, "" without one);
 // its own process tree, stopped with SIGTERM when the job's context ends
-// and killed no later than the lease deadline, and when the daemon dies.
-// A non-zero exit is a failed attempt.
+// or Timeout passes, and killed no later than the lease deadline, and
+// when the daemon dies. A non-zero exit is a failed attempt, and so is a
+// command stopped at its Timeout.
 type ExecHandler struct {
 	g        *guest.Guest
 	workerID string
+	timeout  time.Duration
 	log      *slog.Logger
 }
+
+// ErrTimeout is the cause of a command stopped at ExecConfig.Timeout.
+var ErrTimeout = errors.New("jobs: exec: the command outlived JOB_TIMEOUT")
 
 var _ Handler = (*ExecHandler)(nil)
 
@@ -53,6 +64,12 @@ func NewExecHandler(cfg ExecConfig) (*ExecHandler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("jobs: exec handler: Timeout must not be negative, got %s", cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultHTTPTimeout
+	}
 	g, err := guest.New(guest.Config{
 		Command: cfg.Command, Grace: cfg.Grace, AllowEnv: cfg.AllowEnv,
 		Stdout: cfg.Stdout, Logger: cfg.Logger,
@@ -60,7 +77,7 @@ func NewExecHandler(cfg ExecConfig) (*ExecHandler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jobs: exec handler: %w", err)
 	}
-	return &ExecHandler{g: g, workerID: cfg.WorkerID, log: cfg.Logger}, nil
+	return &ExecHandler{g: g, workerID: cfg.WorkerID, timeout: cfg.Timeout, log: cfg.Logger}, nil
 }
 
 // Handle runs the command for job and waits until it and every process it
@@ -68,6 +85,8 @@ func NewExecHandler(cfg ExecConfig) (*ExecHandler, error) {
 func (h *ExecHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	token := lease.Token()
 	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, h.timeout, fmt.Errorf("%w (%s)", ErrTimeout, h.timeout))
+	defer cancel()
 	err := h.g.Run(ctx, job.Payload, map[string]string{
 		"LOCKWORKER_JOB_ID":        job.ID,
 		"LOCKWORKER_JOB_ATTEMPT":   strconv.Itoa(job.Attempt),

@@ -89,14 +89,16 @@ func TestNoAcknowledgedEnqueueLostToSentinelFailover(t *testing.T) {
 			return false
 		})
 		have := map[string]bool{}
-		entries, err := client(t, now).XRange(ctx, q.stream, "-", "+").Result()
+		onNew, err := New(Config{Client: client(t, now), Keys: q.cfg.Keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := onNew.Unfinished(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if id, ok := e.Values["id"].(string); ok {
-				have[id] = true
-			}
+			have[e.ID] = true
 		}
 		for _, id := range acked {
 			if !have[id] {

@@ -24,15 +24,15 @@ func TestFenceIsTheHighestTokenSeen(t *testing.T) {
 	ctx := t.Context()
 	e.enqueue(t, tq, 3)
 	leader := becomeLeader(t, e.c)
-	first, err := q.claim(ctx, leader)
+	first, err := q.claimOne(ctx, leader)
 	if err != nil || first == nil {
 		t.Fatalf("claim: %v, %v", first, err)
 	}
 	unused := becomeLeader(t, e.c) // minted above the leader's token, never used
-	if err := q.commit(ctx, leader, first); err != nil {
+	if err := q.commitRun(ctx, leader, first); err != nil {
 		t.Fatalf("the working leader's commit after an unused token %d: %v", unused, err)
 	}
-	second, err := q.claim(ctx, leader)
+	second, err := q.claimOne(ctx, leader)
 	if err != nil || second == nil {
 		t.Fatalf("the working leader's next claim: %v, %v", second, err)
 	}
@@ -41,23 +41,27 @@ func TestFenceIsTheHighestTokenSeen(t *testing.T) {
 	}
 
 	next := becomeLeader(t, e.c)
-	if again, err := q.claim(ctx, next); err != nil || again == nil || again.streamID != second.streamID {
+	again, err := q.claimOne(ctx, next)
+	if err != nil || again == nil || again.jobs[0].ID != second.jobs[0].ID {
 		t.Fatalf("the next leader's claim: %v, %v", again, err)
 	}
 	if f := e.c.Get(ctx, q.fence).Val(); f != "3" {
 		t.Fatalf("fence %q after token 3 wrote, want 3", f)
 	}
 	var se *StaleError
-	if err := q.commit(ctx, leader, second); !errors.As(err, &se) || se.Token != leader || se.Epoch != next {
+	if err := q.commitRun(ctx, leader, second); !errors.As(err, &se) || se.Token != leader || se.Epoch != next {
 		t.Fatalf("commit with token %d after token %d wrote: %v, want ErrStaleToken", leader, next, err)
 	}
-	if err := q.commit(ctx, next, second); err != nil {
+	if err := q.commitRun(ctx, next, again); err != nil {
 		t.Fatalf("the next leader's commit: %v", err)
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Committed != 2 {
+		t.Fatalf("stats %+v, %v; want 2 committed", st, err)
 	}
 
 	// The fence is an integer or nothing works: no write goes unfenced.
 	e.c.Set(ctx, q.fence, "garbage", 0)
-	if _, err := q.claim(ctx, next); err == nil || !strings.Contains(err.Error(), "not an integer") {
+	if _, err := q.claimOne(ctx, next); err == nil || !strings.Contains(err.Error(), "not an integer") {
 		t.Fatalf("claim over a garbage fence: %v", err)
 	}
 }
@@ -92,14 +96,14 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := q.claim(ctx, lease.Token())
+			first, err := q.claimOne(ctx, lease.Token())
 			if err != nil || first == nil {
 				t.Fatalf("claim: %v, %v", first, err)
 			}
 			if _, after, err := l.RaiseEpoch(ctx, 10); err != nil || after != 10 {
 				t.Fatalf("raise: %d, %v", after, err)
 			}
-			if err := q.commit(ctx, lease.Token(), first); !errors.Is(err, ErrStaleToken) {
+			if err := q.commitRun(ctx, lease.Token(), first); !errors.Is(err, ErrStaleToken) {
 				t.Fatalf("commit with token %d after a raise to 10: %v, want ErrStaleToken", lease.Token(), err)
 			}
 			if err := l.Release(ctx, lease); err != nil {
@@ -109,10 +113,11 @@ func TestEpochRaiseFencesTheStore(t *testing.T) {
 			if err != nil || next.Token() != 11 {
 				t.Fatalf("acquire after the raise: %v, %v; want token 11", next, err)
 			}
-			if again, err := q.claim(ctx, next.Token()); err != nil || again == nil || again.streamID != first.streamID {
+			again, err := q.claimOne(ctx, next.Token())
+			if err != nil || again == nil || again.jobs[0].ID != first.jobs[0].ID {
 				t.Fatalf("claim after the raise: %v, %v", again, err)
 			}
-			if err := q.commit(ctx, next.Token(), first); err != nil {
+			if err := q.commitRun(ctx, next.Token(), again); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -51,7 +51,7 @@ func TestFullRedisRefusesEnqueue(t *testing.T) {
 	}
 	var stored []string
 	for _, q := range queues {
-		for _, j := range streamJobs(t, c, q) {
+		for _, j := range streamJobs(t, q) {
 			stored = append(stored, j.id)
 		}
 	}

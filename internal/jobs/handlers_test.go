@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/guest"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 )
 
@@ -76,8 +77,28 @@ func TestExecHandler(t *testing.T) {
 			t.Fatalf("err = %v, want exit code 3 and the stderr tail", err)
 		}
 	})
+	t.Run("timeout stops the process tree", func(t *testing.T) {
+		started, pidFile := filepath.Join(dir, "started3"), filepath.Join(dir, "pid3")
+		// A command that hangs, and a child of it that would outlive it.
+		script := `sleep 30 & echo $! > "$2"; touch "$1"; wait`
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", script, "sh", started, pidFile},
+			Timeout: 300 * time.Millisecond, Grace: 100 * time.Millisecond, AllowEnv: testEnv}))
+		err := h.Handle(t.Context(), Job{ID: "J"}, newLease(1, time.Minute))
+		if !errors.Is(err, ErrTimeout) || !errors.Is(err, guest.ErrStopped) {
+			t.Fatalf("err = %v, want the command stopped at its Timeout (ErrTimeout)", err)
+		}
+		raw, _ := os.ReadFile(pidFile)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if perr != nil {
+			t.Fatalf("pid file: %q", raw)
+		}
+		if alive(pid) {
+			t.Fatalf("the command's child %d outlived the timeout", pid)
+		}
+	})
 	t.Run("bad config", func(t *testing.T) {
-		for _, cfg := range []ExecConfig{{}, {Command: []string{""}}, {Command: []string{"true"}, Grace: -time.Second}} {
+		for _, cfg := range []ExecConfig{{}, {Command: []string{""}}, {Command: []string{"true"}, Grace: -time.Second},
+			{Command: []string{"true"}, Timeout: -time.Second}} {
 			if _, err := NewExecHandler(cfg); err == nil || !strings.HasPrefix(err.Error(), "jobs: exec handler: ") {
 				t.Errorf("NewExecHandler(%+v): %v, want a config error", cfg, err)
 			}

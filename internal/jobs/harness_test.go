@@ -58,13 +58,14 @@ func becomeLeader(t testing.TB, c redis.Cmdable) int64 {
 }
 
 // takeOver is a newer leader as the store sees it: a new token, and its
-// first fenced write (a claim), which raises the fence above every older
-// token. A token alone fences no one (Kleppmann's rule).
+// first fenced write (a step that releases lost claims and claims
+// nothing), which raises the fence above every older token. A token alone
+// fences no one (Kleppmann's rule).
 func takeOver(t testing.TB, q *Queue) int64 {
 	t.Helper()
 	tok := becomeLeader(t, q.cfg.Client)
-	if _, err := q.claim(context.Background(), tok); err != nil {
-		t.Fatalf("the newer leader's claim: %v", err)
+	if _, err := q.step(context.Background(), stepArgs{token: tok, runMax: 1, recover: true}); err != nil {
+		t.Fatalf("the newer leader's first step: %v", err)
 	}
 	return tok
 }
@@ -134,11 +135,17 @@ type testQueue struct {
 	*Worker
 }
 
-// queue builds a Queue and its Worker with fast test timings; mod adjusts
-// the worker's config.
+// queue builds a Queue (one partition: keyless jobs are serial) and its
+// Worker with fast test timings; mod adjusts the worker's config.
 func (e *env) queue(t testing.TB, h Handler, mod func(*WorkerConfig)) *testQueue {
 	t.Helper()
-	q, err := New(Config{Client: e.c, Keys: testKeys})
+	return e.queueOf(t, Config{Client: e.c, Keys: testKeys}, h, mod)
+}
+
+// queueOf is queue with the queue's config given.
+func (e *env) queueOf(t testing.TB, qc Config, h Handler, mod func(*WorkerConfig)) *testQueue {
+	t.Helper()
+	q, err := New(qc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +154,7 @@ func (e *env) queue(t testing.TB, h Handler, mod func(*WorkerConfig)) *testQueue
 		Handler:      h,
 		MaxAttempts:  3,
 		Batch:        1, // one job per step; the batch tests set theirs
+		Retry:        backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond},
 		Backoff:      backoff.Policy{Base: time.Millisecond, Max: 5 * time.Millisecond},
 		PollInterval: 10 * time.Millisecond,
 	}
@@ -170,11 +178,19 @@ func lastCommitted(t testing.TB, q *testQueue) string {
 	return id
 }
 
+// enqueue adds n keyless jobs, "job 0" to "job n-1".
 func (e *env) enqueue(t testing.TB, q *testQueue, n int) []string {
+	t.Helper()
+	return e.enqueueKey(t, q, "", "job ", n)
+}
+
+// enqueueKey adds n jobs of key, their payloads prefix followed by 0 to
+// n-1.
+func (e *env) enqueueKey(t testing.TB, q *testQueue, key, prefix string, n int) []string {
 	t.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		id, err := q.Enqueue(context.Background(), "", []byte("job "+strconv.Itoa(i)))
+		id, err := q.Enqueue(context.Background(), key, []byte(prefix+strconv.Itoa(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,9 +232,14 @@ func stats(t testing.TB, q *testQueue) figures.Queue {
 	return s
 }
 
+// waitCommitted waits for n commits, reading the counter with a plain
+// command (the tests that count script calls count steps).
 func waitCommitted(t testing.TB, q *testQueue, n int64) {
 	t.Helper()
-	poll.Until(t, 20*time.Second, fmt.Sprintf("%d commits", n), func() bool { return stats(t, q).Committed >= n })
+	poll.Until(t, 20*time.Second, fmt.Sprintf("%d commits", n), func() bool {
+		c, err := q.Queue.cfg.Client.HGet(context.Background(), q.counters, "committed").Int64()
+		return err == nil && c >= n
+	})
 }
 
 // snapshot DUMPs every key of the queue, to show that a write changed
@@ -263,26 +284,58 @@ func (s *signal) wait(t testing.TB, what string) {
 	}
 }
 
-// claim is a step that records nothing and claims one job, as a
-// leadership's first step does; nil when the queue is empty.
-func (q *Queue) claim(ctx context.Context, token int64) (*entry, error) {
-	s, err := q.step(ctx, token, batch{}, 1)
+// claimOne is a step that claims one run of at most one job, releasing
+// lost claims first as a leadership's first step does; nil when no group
+// may run.
+func (q *Queue) claimOne(ctx context.Context, token int64) (*claim, error) {
+	s, err := q.step(ctx, stepArgs{token: token, want: 1, runMax: 1, recover: true})
 	if err != nil || len(s.claimed) == 0 {
 		return nil, err
 	}
-	return s.claimed[0], nil
+	return &s.claimed[0], nil
 }
 
-// commit is a step that records e, the job after the store's position, as
-// committed after its first attempt, and claims nothing.
-func (q *Queue) commit(ctx context.Context, token int64, e *entry) error {
-	from, err := q.cfg.Client.Get(ctx, q.position).Result()
-	if errors.Is(err, redis.Nil) {
-		from, err = "0-0", nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = q.step(ctx, token, batch{from: from, done: []outcome{{e: e, attempts: 1}}}, 0)
+// commitRun is a step that records c as committed and claims nothing.
+func (q *Queue) commitRun(ctx context.Context, token int64, c *claim) error {
+	_, err := q.step(ctx, stepArgs{token: token, outcomes: []outcome{committed(*c)}})
 	return err
+}
+
+// mustStep runs one step and fails the test on an error.
+func mustStep(t testing.TB, q *testQueue, a stepArgs) stepReply {
+	t.Helper()
+	s, err := q.step(t.Context(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// committed is the outcome of a run whose every claimed job was committed
+// after its first delivery.
+func committed(c claim) outcome {
+	last := c.jobs[len(c.jobs)-1]
+	return outcome{member: c.member, first: c.jobs[0].ID, popped: len(c.jobs), last: last.ID, lastAttempts: last.Attempt, end: endDone}
+}
+
+// noAttemptsLeft: once every job is finished, nothing is left of the
+// claims, the delivery counts or the stale counts.
+func noAttemptsLeft(t testing.TB, e *env, q *testQueue) {
+	t.Helper()
+	for _, k := range []string{q.attempts, q.inflight, q.stale, q.ready, q.parked} {
+		if n, err := e.c.Exists(t.Context(), k).Result(); err != nil || n != 0 {
+			t.Fatalf("%s still exists (%v) with no job pending", k, err)
+		}
+	}
+}
+
+// effectIDs is the IDs of the fenced store's effects, in order, and their
+// tokens.
+func effectIDs(t testing.TB, e *env) (ids []string, tokens []int64) {
+	t.Helper()
+	for _, ef := range e.store.effects(t) {
+		ids = append(ids, ef.id)
+		tokens = append(tokens, ef.token)
+	}
+	return ids, tokens
 }

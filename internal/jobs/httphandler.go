@@ -70,9 +70,10 @@ const (
 )
 
 // errCut is the cause of a request cut at its deadline: the timeout, or
-// the lease's local deadline less the margin. A cut request is a failed
-// attempt (retried with backoff); if the leadership itself ended, the
-// job is interrupted instead and delivered again by the next leader.
+// the lease's local deadline less the margin. A request cut at the
+// timeout is a failed attempt (retried with backoff); one cut for the
+// lease also wraps ErrLeaseEnding: the job is interrupted, delivered
+// again by the next leader, and the worker stops.
 var errCut = errors.New("jobs: http: request cut at its deadline")
 
 // HTTPHandler posts each job to a URL: the payload as the body, the job,
@@ -84,12 +85,15 @@ var errCut = errors.New("jobs: http: request cut at its deadline")
 //     seen a newer one): the error wraps ErrStaleToken, so the worker ends
 //     the leadership without counting the job as failed.
 //   - 408, 429, 3xx (redirects are not followed), 5xx, a timeout, a
-//     connection error: a failed attempt, retried with backoff.
-//   - Any other 4xx: permanent (wraps ErrPermanent): dead-lettered at once
-//     with the status and the start of the body.
+//     connection error: a failed attempt, retried with backoff (after
+//     what a 429's or 503's Retry-After asks, if it does, at most the
+//     worker's Retry.Max).
+//   - Any other 4xx: permanent (wraps ErrPermanent): the job fails for
+//     good at once (its key is parked, or it is dead-lettered) with the
+//     status and the start of the body.
 //
 // One Transport serves every request, so connections are kept alive and
-// reused (one job at a time: one connection in use).
+// reused (one connection per job in flight).
 type HTTPHandler struct {
 	url      string
 	token    string
@@ -142,9 +146,10 @@ func NewHTTPHandler(cfg HTTPConfig) (*HTTPHandler, error) {
 		TLSClientConfig:     &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout: 5 * time.Second,
 		ForceAttemptHTTP2:   true,
-		// Jobs run one at a time: one connection in use, one spare.
-		MaxIdleConns:        2,
-		MaxIdleConnsPerHost: 2,
+		// One connection per job in flight (JOB_CONCURRENCY), kept for
+		// the next.
+		MaxIdleConns:        MaxConcurrency,
+		MaxIdleConnsPerHost: MaxConcurrency,
 		IdleConnTimeout:     90 * time.Second,
 	}
 	h := &HTTPHandler{
@@ -207,6 +212,9 @@ func (h *HTTPHandler) CloseIdleConnections() { h.tr.CloseIdleConnections() }
 func (h *HTTPHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	token := lease.Token()
 	start := time.Now()
+	if left := time.Until(lease.Deadline().Add(-h.margin)); left <= 0 {
+		return fmt.Errorf("jobs: http: not sent: %w: less than %s before its local deadline", ErrLeaseEnding, h.margin)
+	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	bounded := h.bound(rctx, cancel, lease, start)
 	defer func() {
@@ -236,7 +244,27 @@ func (h *HTTPHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	if ctx.Err() != nil { // the leadership ended while the body was read
 		return fmt.Errorf("jobs: http: request stopped: %w", context.Cause(ctx))
 	}
-	return &HTTPStatusError{Status: resp.StatusCode, Body: quoted, Token: token, Location: h.location(resp)}
+	return &HTTPStatusError{Status: resp.StatusCode, Body: quoted, Token: token, Location: h.location(resp),
+		Wait: retryAfter(resp, time.Now())}
+}
+
+// retryAfter is the wait a 429 or 503 answer asks for in its Retry-After
+// header (seconds, or an HTTP date), -1 when it asks for none.
+func retryAfter(resp *http.Response, now time.Time) time.Duration {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return -1
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if v == "" {
+		return -1
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Duration(max(0, min(s, int64(24*time.Hour/time.Second)))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, t.Sub(now))
+	}
+	return -1
 }
 
 // header sets the job's request headers.
@@ -287,7 +315,7 @@ func (h *HTTPHandler) bound(rctx context.Context, cancel context.CancelCauseFunc
 				continue
 			}
 			if byLease {
-				cancel(fmt.Errorf("%w: %s before the lease's local deadline, which no renewal moved", errCut, h.margin))
+				cancel(fmt.Errorf("%w (%w): %s before the lease's local deadline, which no renewal moved", errCut, ErrLeaseEnding, h.margin))
 			} else {
 				cancel(fmt.Errorf("%w: no answer within %s", errCut, h.timeout))
 			}
@@ -366,7 +394,15 @@ type HTTPStatusError struct {
 	Body     string // the start of its body, sanitized and without secrets
 	Token    int64  // the fencing token the request carried
 	Location string // a redirect's target (scheme, host and path), if any
+	// Wait is what a 429 or 503 answer's Retry-After asked for; negative
+	// when it asked for nothing.
+	Wait time.Duration
 }
+
+// RetryAfter is the wait the answer asked for before the next attempt
+// (Retry-After on a 429 or 503), and whether it asked: the worker waits
+// that long, within its Retry policy's Max (see RetryAfter).
+func (e *HTTPStatusError) RetryAfter() (time.Duration, bool) { return e.Wait, e.Wait >= 0 }
 
 func (e *HTTPStatusError) Error() string {
 	var b strings.Builder

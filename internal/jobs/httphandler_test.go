@@ -143,6 +143,37 @@ func TestHTTPHandlerAnswers(t *testing.T) {
 	}
 }
 
+// A 429 or 503 may say when to come back (Retry-After: seconds or an HTTP
+// date): the error carries it; any other answer's Retry-After is not
+// taken.
+func TestHTTPHandlerRetryAfter(t *testing.T) {
+	soon := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	for _, tt := range []struct {
+		status   int
+		header   string
+		min, max time.Duration // -1: asks for nothing
+	}{
+		{429, "3600", time.Hour, time.Hour},
+		{503, "0", 0, 0},
+		{503, soon, 80 * time.Second, 90 * time.Second},
+		{429, "", -1, -1},
+		{429, "soon", -1, -1},
+		{500, "5", -1, -1},
+	} {
+		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+			if tt.header != "" {
+				w.Header().Set("Retry-After", tt.header)
+			}
+			w.WriteHeader(tt.status)
+		})
+		err := newHTTP(t, srv.URL, nil).Handle(t.Context(), Job{ID: "J", Attempt: 1}, newLease(7, time.Minute))
+		d, ok := RetryAfter(err)
+		if tt.min < 0 && ok || tt.min >= 0 && (!ok || d < tt.min || d > tt.max) {
+			t.Errorf("%d with Retry-After %q: %s, %v; want %s to %s", tt.status, tt.header, d, ok, tt.min, tt.max)
+		}
+	}
+}
+
 // Redirects are not followed: the job goes nowhere JOB_URL does not name,
 // and the answer is a failed attempt naming the target (without its user
 // information or query).
@@ -501,8 +532,8 @@ func TestHTTP409EndsLeadershipUncounted(t *testing.T) {
 	}
 }
 
-// A 4xx is dead-lettered at once with its status and body; 5xx and 429
-// are retried; the queue moves on.
+// A 4xx fails its job for good at once (its key parks) with its status
+// and body; 5xx and 429 are retried; the other keys move on.
 func TestHTTPAnswersThroughProcess(t *testing.T) {
 	e := newEnv(t)
 	var calls sync.Map // job ID -> *atomic.Int64
@@ -523,19 +554,26 @@ func TestHTTPAnswersThroughProcess(t *testing.T) {
 		}
 	})
 	q := e.queue(t, newHTTP(t, srv.URL, nil), func(c *WorkerConfig) { c.MaxAttempts = 5 })
-	ids := e.enqueue(t, q, 3)
+	var ids []string
+	for i := range 3 {
+		id, err := q.Enqueue(t.Context(), fmt.Sprint("acct-", i), fmt.Appendf(nil, "job %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
 	stop, _ := process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
-	poll.Until(t, 20*time.Second, "all jobs finished", func() bool {
+	poll.Until(t, 20*time.Second, "all jobs finished or parked", func() bool {
 		s := stats(t, q)
-		return s.Committed+s.DeadLettered == 3
+		return s.Committed == 2 && s.Parked == 1
 	})
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	dl, err := q.DeadLetters(t.Context(), 0)
-	if err != nil || len(dl) != 1 || dl[0].ID != ids[0] || dl[0].Attempts != 1 ||
-		!strings.Contains(dl[0].Error, "422 Unprocessable Entity: no such account") {
-		t.Fatalf("dead letters %+v (%v), want job 0 after 1 attempt with the 422", dl, err)
+	ps, err := q.Parked(t.Context())
+	if err != nil || len(ps) != 1 || ps[0].JobID != ids[0] || ps[0].Key != "acct-0" || ps[0].Attempts != 1 ||
+		!strings.Contains(ps[0].Error, "422 Unprocessable Entity: no such account") {
+		t.Fatalf("parked %+v (%v), want key acct-0 at job 0 after 1 attempt with the 422", ps, err)
 	}
 	n, _ := calls.Load(ids[1])
 	if c := n.(*atomic.Int64).Load(); c != 3 || stats(t, q).Committed != 2 {
@@ -612,7 +650,7 @@ func TestHTTPNoSecretInLogs(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	url := strings.Replace(srv.URL, "http://", "http://user:pw-s3cret@", 1) + "/jobs?key=q-s3cret"
 	h := newHTTP(t, url, func(c *HTTPConfig) { c.Token = "tok-s3cret"; c.Logger = log })
-	q := e.queue(t, h, func(c *WorkerConfig) { c.Logger = log })
+	q := e.queue(t, h, func(c *WorkerConfig) { c.Logger = log; c.OnFailure = FailureDeadLetter })
 	e.enqueue(t, q, 2)
 	// 500 (retried), 400 (dead-lettered), 409 (ends Process)
 	if err := processUntilEnd(t, q, newLease(becomeLeader(t, e.c), time.Minute)); !errors.Is(err, ErrStaleToken) || strings.Contains(err.Error(), "s3cret") {
@@ -633,7 +671,7 @@ func TestHTTPNoSecretInLogs(t *testing.T) {
 		t.Fatalf("dead letters %+v, %v", dl, err)
 	}
 	out := logs.String()
-	for _, want := range []string{"job failed, retrying", "job dead-lettered", "rejected this leader's token", "[redacted]"} {
+	for _, want := range []string{"job failed; its key waits and retries", "job dead-lettered", "rejected this leader's token", "[redacted]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs lack %q:\n%s", want, out)
 		}

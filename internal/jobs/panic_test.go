@@ -25,6 +25,7 @@ func TestPanickingHandlerIsDeadLettered(t *testing.T) {
 		return e.store.write(ctx, j.ID, lease.Token())
 	}), func(c *WorkerConfig) {
 		c.MaxAttempts = 3
+		c.OnFailure = FailureDeadLetter
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
 	a := e.enqueue(t, q, 1)

@@ -8,7 +8,7 @@ import (
 )
 
 // Pause stops the leader from claiming new jobs, fleet-wide, until Resume;
-// the job in flight finishes. Pausing a paused queue changes nothing but
+// the runs in flight finish. Pausing a paused queue changes nothing but
 // the flag's time. It needs no leadership.
 func (q *Queue) Pause(ctx context.Context) error {
 	if err := q.cfg.Client.Set(ctx, q.paused, q.nowMillis(), 0).Err(); err != nil {
@@ -21,9 +21,18 @@ func (q *Queue) Pause(ctx context.Context) error {
 // one round trip. Resuming a running queue is not an error.
 func (q *Queue) Resume(ctx context.Context) error {
 	var del *redis.IntCmd
-	q.withNotice(ctx, nil, func(p redis.Pipeliner) { del = p.Del(ctx, q.paused) }, "resume")
+	_, _ = q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		del = p.Del(ctx, q.paused)
+		if !q.noticeAfter {
+			p.Do(ctx, q.notice("resume")...)
+		}
+		return nil
+	})
 	if err := del.Err(); err != nil {
 		return fmt.Errorf("jobs: resume: %w", err)
+	}
+	if q.noticeAfter {
+		_ = q.publish(ctx, q.cfg.Client, "resume")
 	}
 	return nil
 }

@@ -3,179 +3,415 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
 )
 
 // Process is the leader's loop. Each round trip to Redis is one fenced
-// step (step.lua) that records the outcomes of the jobs just run and claims
-// the next ones: up to Batch jobs after the last committed one. Process
-// runs the claimed jobs' handler one at a time, in enqueue order, then
-// records them with the next step: committed, or dead-lettered after
-// MaxAttempts failures (at once for a handler error wrapping
-// ErrPermanent). A job that could not start for want of host resources
+// step (step.lua) that records how the runs just finished ended and
+// claims the next: up to one group per slot it could take (Slots, shared
+// by the replica's partitions), oldest first, up to Batch jobs of each.
+// Each claimed run executes in a goroutine of its own, its jobs one at a
+// time in order, while other groups' runs execute beside it; a group never
+// has two runs at once. One step is in flight at a time: the runs that
+// finish meanwhile are recorded together by the next (group commit
+// across groups). A job that fails is retried on its group alone (Retry);
+// one that fails for good parks its group, or is dead-lettered
+// (OnFailure). A job that could not start for want of host resources
 // (ErrHostFault) costs no attempt; HostFaultLimit of them in a row end
-// Process with that error. It returns nil once ctx is done, ErrLeaseInvalid when the
-// lease stops being valid first, and an error wrapping ErrStaleToken when
-// Redis, or the handler's own store, says a newer leader exists. Redis
-// errors are logged and retried with backoff, never returned.
+// Process with that error.
+//
+// It returns nil once ctx is done, ErrLeaseInvalid when the lease stops
+// being valid first, and an error wrapping ErrStaleToken when Redis, or
+// the handler's own store, says a newer leader exists. Redis errors are
+// logged and retried with backoff, never returned. Every run it started
+// has returned when it returns.
 //
 // ctx is the leadership's context: its owner (package leader) cancels it
 // when the lease's deadline passes, and jobs run under it. Process itself
-// only checks lease.Valid before each job and before each step.
+// checks lease.Valid before each job and before each step.
 func (w *Worker) Process(ctx context.Context, lease Lease) error {
 	if lease == nil {
 		return errors.New("jobs: Process needs a lease")
 	}
-	token := lease.Token()
-	log := w.log.With("token", token)
-	log.Info("processing jobs", "batch", w.cfg.Batch)
-	var (
-		b          batch         // to record with the next step
-		wait       time.Duration // a failed job's retry delay, after its batch is recorded
-		size       = w.cfg.Batch // jobs to claim next
-		redisFails int
-		hostFaults int // jobs in a row that could not start (ErrHostFault)
-		paused     bool
-	)
+	l := newLoop(ctx, w, lease)
+	l.log.Info("processing jobs", "batch", w.cfg.Batch, "concurrency", w.slots.Size())
+	err := l.run()
+	l.end()
+	return err
+}
+
+// loop is one leadership's Process: everything its iterations share.
+type loop struct {
+	w     *Worker
+	ctx   context.Context // the leadership's
+	lease Lease
+	token int64
+	log   *slog.Logger
+
+	// The runs: each executes under runs, which ends with ctx or when
+	// the loop stops them; their goroutines (and the slot waiter's) are
+	// counted in wg.
+	runs     context.Context
+	stopRuns context.CancelFunc
+	wg       sync.WaitGroup
+	running  map[string]bool // members whose runs execute
+	results  chan runResult  // finished runs, room for one per slot
+	pending  []runResult     // finished, not yet recorded
+
+	slots    int        // slots held to claim with, not yet given to a run
+	waiter   chan error // a wait for a slot in turn, when one is under way
+	endWait  context.CancelFunc
+	mayClaim bool // a group may be ready: claim with the next step
+	recover  bool // the next step releases the claims not held
+	resent   bool // the last step failed: the next one may find its work done
+	paused   bool
+	readyNow int       // groups ready at the last step, not claimed
+	nextDue  time.Time // when the earliest later group is due, if any
+	retryAt  time.Time // Redis did not answer: no step before then
+
+	redisFails, hostFaults int
+	fatal                  error // why to stop, once the runs have
+}
+
+func newLoop(ctx context.Context, w *Worker, lease Lease) *loop {
+	runs, stop := context.WithCancel(ctx)
+	return &loop{
+		w: w, ctx: ctx, lease: lease, token: lease.Token(), log: w.log.With("token", lease.Token()),
+		runs: runs, stopRuns: stop,
+		running:  map[string]bool{},
+		results:  make(chan runResult, w.slots.Size()),
+		mayClaim: true,
+		recover:  true, // the first step releases what a lost leadership claimed
+	}
+}
+
+// run is the loop proper: it returns why it stopped.
+func (l *loop) run() error {
 	for {
-		if ctx.Err() != nil {
-			return w.flush(ctx, lease, b, log)
-		}
-		if !lease.Valid() {
-			log.Warn("lease no longer valid: taking no more jobs, recording none", "finished", len(b.done))
-			return ErrLeaseInvalid
-		}
-		claim := size
-		if wait > 0 {
-			claim = 0 // record the failure's batch now, claim after the delay
-			if b.empty() {
-				backoff.Sleep(ctx, wait) // nothing to record
-				wait = 0
-				continue
+		l.collect()
+		switch {
+		case l.fatal != nil:
+			return l.stop(l.fatal)
+		case l.ended():
+			return l.stop(nil)
+		case !l.lease.Valid():
+			l.log.Warn("lease no longer valid: taking no more jobs, recording none",
+				"reason", invalidReason(l.lease), "running", len(l.running), "finished", len(l.pending))
+			return l.stop(ErrLeaseInvalid)
+		case l.stepDue():
+			if err := l.step(); err != nil {
+				return l.stop(err)
 			}
+		default:
+			l.wait()
 		}
-		s, err := w.q.step(ctx, token, b, claim)
-		if errors.Is(err, ErrStaleToken) {
-			return err
-		}
-		if err != nil {
-			w.unreachable(ctx, err, &redisFails, log)
-			continue
-		}
-		redisFails = 0
-		w.recorded(s, b, log)
-		b = batch{from: s.position}
-		if wait > 0 {
-			backoff.Sleep(ctx, wait) // the next step delivers the failed job again
-			wait = 0
-			continue
-		}
-		if paused = pausedNow(paused, s.paused, log); paused || len(s.claimed) == 0 {
-			w.idle(ctx) // Resume or an enqueue notice wakes it
-			continue
-		}
-		var cut bool
-		if wait, cut, err = w.runBatch(ctx, lease, s.claimed, &b, log); errors.Is(err, ErrHostFault) {
-			// The job and the rest go back uncounted with the next step.
-			if hostFaults++; hostFaults < w.cfg.HostFaultLimit {
-				wait = w.cfg.Backoff.Delay(hostFaults)
-				log.Warn("a job could not start: the host is out of resources; it costs no attempt, retrying",
-					"hostFaults", hostFaults, "limit", w.cfg.HostFaultLimit, "retryInMs", wait.Milliseconds(), "err", err)
-				continue
-			}
-			log.Error("jobs cannot start: the host is out of resources; giving the leadership up",
-				"hostFaults", hostFaults, "err", err)
-			if ferr := w.flush(ctx, lease, b, log); ferr != nil {
-				return ferr
-			}
-			return err
-		}
-		if err != nil {
-			if errors.Is(err, ErrStaleToken) {
-				// The handler's store saw a newer token. Redis may not
-				// have (the step is fenced on its own): record the jobs
-				// finished before, give the rest back uncounted.
-				if ferr := w.flush(ctx, lease, b, log); ferr != nil {
-					return ferr
-				}
-			}
-			return err
-		}
-		hostFaults = 0
-		size = w.nextSize(size, len(s.claimed), len(b.done), cut)
 	}
 }
 
-// nextSize is how many jobs to claim after a batch of claimed jobs of
-// which done ran: as many as ran when the window cut it, twice as many
-// (up to Batch) when the queue filled it.
-func (w *Worker) nextSize(size, claimed, done int, cut bool) int {
-	switch {
-	case cut:
-		return max(1, done)
-	case claimed == size:
-		return min(w.cfg.Batch, 2*size)
+// ended says whether the leadership's context is done, or its deadline
+// (which its owner sets at the lease's) has passed and it is about to be.
+func (l *loop) ended() bool {
+	if l.ctx.Err() != nil {
+		return true
 	}
-	return size
+	d, ok := l.ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
-// unreachable waits out a step that did not reach the queue, the fails-th
-// in a row, with back-off; at once when ctx is done.
-func (w *Worker) unreachable(ctx context.Context, err error, fails *int, log *slog.Logger) {
-	if ctx.Err() != nil {
-		return
+// stepDue says whether to step now, taking the slots to claim with: to
+// record finished runs, to release lost claims, or to claim when a group
+// may be ready and a slot is free (else a wait for one starts).
+func (l *loop) stepDue() bool {
+	if time.Now().Before(l.retryAt) {
+		return false
 	}
-	*fails++
-	d := w.cfg.Backoff.Delay(*fails)
-	log.Warn("could not reach the queue, retrying", "err", err, "retryInMs", d.Milliseconds())
-	backoff.Sleep(ctx, d)
-}
-
-// recorded accounts for a successful step that carried b.
-func (w *Worker) recorded(s stepped, b batch, log *slog.Logger) {
-	switch s.record {
-	case recordOK, recordDone:
-		var n int64
-		for _, o := range b.done {
-			if o.cause == "" {
-				n++
-			}
+	if l.mayClaim {
+		want := max(1, l.readyNow)
+		for l.slots < want && len(l.running)+l.slots < l.w.slots.Size() && l.w.slots.tryAcquire() {
+			l.slots++
 		}
-		w.done.Add(n)
-	case recordOrder:
-		// The store went back: a Redis failover lost the last writes
-		// (async replication). Its position is the truth: the step claimed
-		// from it, and the jobs whose commits were lost run again.
-		log.Warn("the queue's committed position is behind this leader's last commit (writes lost in a Redis failover?); resuming from it",
-			"err", orderError(b.done, s.position))
+		if l.slots == 0 && len(l.running) < l.w.slots.Size() {
+			l.awaitSlot()
+		}
 	}
+	return len(l.pending) > 0 || l.recover || l.slots > 0 && l.mayClaim
 }
 
-// flush records b once more after ctx ended (work stopped right as jobs
-// finished) or a handler's store found the token stale, under a context
-// bounded by the lease deadline, so finished jobs are not redone by the
-// next leader. It claims nothing.
-func (w *Worker) flush(ctx context.Context, lease Lease, b batch, log *slog.Logger) error {
-	if b.empty() || !lease.Valid() {
-		return nil
+// step sends one step: the finished runs, the claims to release, and a
+// claim of one group per slot held. A stale token ends the loop;
+// another error is retried later with backoff.
+func (l *loop) step() error {
+	sent := l.pending
+	a := stepArgs{token: l.token, outcomes: make([]outcome, len(sent)), want: l.slots, runMax: l.w.cfg.Batch, recover: l.recover}
+	for i, r := range sent {
+		a.outcomes[i] = r.outcome
 	}
-	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), lease.Deadline())
-	defer cancel()
-	s, err := w.q.step(wctx, lease.Token(), b, 0)
+	if a.recover {
+		for m := range l.running {
+			a.held = append(a.held, m)
+		}
+	}
+	s, err := l.w.q.step(l.ctx, a)
 	if errors.Is(err, ErrStaleToken) {
 		return err
 	}
 	if err != nil {
-		log.Warn("could not record finished jobs while stopping; they will run again", "jobs", len(b.done), "err", err)
+		l.unreachable(err)
 		return nil
 	}
-	w.recorded(s, b, log)
+	l.redisFails, l.recover = 0, false
+	l.pending = l.pending[len(sent):]
+	l.recorded(sent, s.applied)
+	l.paused = pausedNow(l.paused, s.paused, l.log)
+	l.readyNow, l.nextDue = s.readyNow, s.nextDue
+	l.mayClaim = s.readyNow > 0 && !s.paused
+	for _, c := range s.claimed {
+		l.start(c)
+	}
+	l.w.slots.release(l.slots) // the ones no group filled
+	l.slots = 0
+	if !l.mayClaim {
+		l.cancelWait()
+	}
 	return nil
+}
+
+// unreachable notes a step that did not reach the queue: the next one
+// waits a backoff, sends the finished runs again, and releases what this
+// one may have claimed unseen (its reply may be what was lost).
+func (l *loop) unreachable(err error) {
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.redisFails++
+	d := l.w.cfg.Backoff.Delay(l.redisFails)
+	l.log.Warn("could not reach the queue, retrying", "err", err, "retryInMs", d.Milliseconds())
+	l.retryAt = time.Now().Add(d)
+	l.recover, l.resent = true, true
+	l.w.slots.release(l.slots) // no hoarding while Redis is away
+	l.slots = 0
+}
+
+// recorded accounts for the runs a step carried, by what it applied.
+func (l *loop) recorded(sent []runResult, applied []bool) {
+	resent := l.resent
+	l.resent = false
+	for i, r := range sent {
+		if applied[i] {
+			l.w.done.Add(int64(r.committed))
+			continue
+		}
+		// The group's claim is gone: a resent step whose first send did
+		// record it, or writes a Redis failover lost (async
+		// replication). The claim is the truth: the jobs run again.
+		// Anything this leadership claimed unseen is released next.
+		l.recover = true
+		if !resent {
+			l.log.Warn("a run's outcome was not recorded: its group's claim is gone (writes lost in a Redis failover?); its jobs run again",
+				"key", r.key, "jobId", r.first, "jobs", r.popped)
+		}
+	}
+}
+
+// start begins the run of claim c in a goroutine of its own, which holds
+// one of the loop's slots until it ends. A group whose run is still
+// executing or unrecorded here cannot be claimed again but after lost
+// writes: the claim is dropped (that run's outcome answers it) and
+// released by the next step.
+func (l *loop) start(c claim) {
+	if l.running[c.member] || l.unrecorded(c.member) {
+		l.recover = true
+		return
+	}
+	l.slots--
+	l.running[c.member] = true
+	l.w.inFlight.Add(1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		r := l.w.execute(l.runs, l.lease, c, l.log)
+		l.w.slots.release(1)
+		l.results <- r
+	}()
+}
+
+// unrecorded says whether a finished run of member waits to be recorded.
+func (l *loop) unrecorded(member string) bool {
+	for _, r := range l.pending {
+		if r.member == member {
+			return true
+		}
+	}
+	return false
+}
+
+// collect takes what is ready without waiting: finished runs, a slot
+// that came.
+func (l *loop) collect() {
+	for {
+		select {
+		case r := <-l.results:
+			l.finished(r)
+		case err := <-l.waiter:
+			l.gotSlot(err)
+		default:
+			return
+		}
+	}
+}
+
+// wait blocks until something happens: a run finishes, a slot comes, an
+// enqueue notice, a group falls due, Redis may answer again, the poll,
+// or the end of ctx.
+func (l *loop) wait() {
+	at := time.Now().Add(backoff.Jitter(l.w.cfg.PollInterval*3/4, 1.0/3)) // the poll, in [P/2, P]
+	for _, t := range []time.Time{l.retryAt, l.nextDue} {
+		if !t.IsZero() && t.Before(at) {
+			at = t
+		}
+	}
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	select {
+	case <-l.ctx.Done():
+	case r := <-l.results:
+		l.finished(r)
+	case err := <-l.waiter:
+		l.gotSlot(err)
+	case <-l.w.wake:
+		l.mayClaim = true
+	case <-timer.C:
+		if !time.Now().Before(l.retryAt) {
+			l.retryAt = time.Time{}
+		}
+		l.mayClaim, l.nextDue = true, time.Time{}
+	}
+}
+
+// finished takes a run's result: its outcome waits for the next step.
+func (l *loop) finished(r runResult) {
+	delete(l.running, r.member)
+	l.w.inFlight.Add(-1)
+	l.mayClaim = true // its group may be ready again once recorded
+	switch {
+	case r.hostFault != nil:
+		l.hostFault(&r)
+	case r.popped > 0:
+		l.hostFaults = 0
+	}
+	if r.stop != nil && l.fatal == nil {
+		l.fatal = r.stop
+	}
+	l.pending = append(l.pending, r)
+}
+
+// hostFault counts a run whose head could not start for want of host
+// resources: its group waits a backoff, and HostFaultLimit in a row end
+// the loop.
+func (l *loop) hostFault(r *runResult) {
+	l.hostFaults++
+	if l.hostFaults >= l.w.cfg.HostFaultLimit {
+		l.log.Error("jobs cannot start: the host is out of resources; giving the leadership up",
+			"hostFaults", l.hostFaults, "err", r.hostFault)
+		r.stop = r.hostFault
+		return
+	}
+	d := l.w.cfg.Backoff.Delay(l.hostFaults)
+	r.due = time.Now().Add(d)
+	l.log.Warn("a job could not start: the host is out of resources; it costs no attempt, retrying",
+		"hostFaults", l.hostFaults, "limit", l.w.cfg.HostFaultLimit, "retryInMs", d.Milliseconds(), "err", r.hostFault)
+}
+
+// awaitSlot starts waiting for a slot in turn, unless a wait is under way.
+func (l *loop) awaitSlot() {
+	if l.waiter != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(l.ctx)
+	ch := make(chan error, 1)
+	l.waiter, l.endWait = ch, cancel
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ch <- l.w.slots.acquire(ctx)
+	}()
+}
+
+// gotSlot takes the end of a wait for a slot.
+func (l *loop) gotSlot(err error) {
+	l.endWait()
+	l.waiter, l.endWait = nil, nil
+	if err == nil {
+		l.slots++
+	}
+}
+
+// cancelWait ends a wait for a slot, if one is under way, and gives back
+// the slot if it came meanwhile.
+func (l *loop) cancelWait() {
+	if l.waiter == nil {
+		return
+	}
+	l.endWait()
+	l.gotSlot(<-l.waiter)
+	l.w.slots.release(l.slots)
+	l.slots = 0
+}
+
+// stop ends the runs and waits for them; while the lease is valid, the
+// finished runs are then recorded once more, under the lease's deadline,
+// so finished jobs are not redone by the next leader. It returns why the
+// loop stopped (nil: ctx ended), or the stale token that refused the
+// record.
+func (l *loop) stop(why error) error {
+	l.stopRuns()
+	l.cancelWait()
+	for len(l.running) > 0 {
+		l.finished(<-l.results)
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	return why
+}
+
+// flush records the finished runs after the loop stopped, under a
+// context bounded by the lease deadline. It claims nothing.
+func (l *loop) flush() error {
+	if len(l.pending) == 0 || !l.lease.Valid() {
+		return nil
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(l.ctx), l.lease.Deadline())
+	defer cancel()
+	a := stepArgs{token: l.token, runMax: l.w.cfg.Batch}
+	for _, r := range l.pending {
+		a.outcomes = append(a.outcomes, r.outcome)
+	}
+	s, err := l.w.q.step(ctx, a)
+	if errors.Is(err, ErrStaleToken) {
+		return err
+	}
+	if err != nil {
+		l.log.Warn("could not record finished jobs while stopping; they will run again", "runs", len(l.pending), "err", err)
+		return nil
+	}
+	l.recorded(l.pending, s.applied)
+	l.pending = nil
+	return nil
+}
+
+// end releases what the loop still holds once it returned: its slots,
+// and the goroutines of its runs and its slot waiter.
+func (l *loop) end() {
+	l.stopRuns()
+	l.cancelWait()
+	l.w.slots.release(l.slots)
+	l.slots = 0
+	l.wg.Wait()
 }
 
 // pausedNow is whether the queue is paused after a step that said
@@ -188,107 +424,4 @@ func pausedNow(paused, pausedFlag bool, log *slog.Logger) bool {
 		log.Info("queue resumed")
 	}
 	return pausedFlag
-}
-
-// runBatch runs claimed one at a time, in order, and adds to b what to
-// record. It stops early, giving back the jobs not started, when ctx ends,
-// when a job failed and will be retried (after wait), and when the batch
-// has run for BatchWindow (cut), so slow jobs are committed as they go
-// rather than a whole batch later. An error means stop: with a stale token
-// from the handler (its store saw a newer one), b holds the jobs finished
-// before it and gives back that job and the rest, never counted as
-// delivered; with any other (the lease is no longer valid), nothing is to
-// be recorded.
-func (w *Worker) runBatch(ctx context.Context, lease Lease, claimed []*entry, b *batch, log *slog.Logger) (wait time.Duration, cut bool, err error) {
-	start := time.Now()
-	for i, e := range claimed {
-		if ctx.Err() != nil {
-			b.unstarted = claimed[i:]
-			return 0, false, nil
-		}
-		if i > 0 && time.Since(start) >= w.cfg.BatchWindow {
-			b.unstarted = claimed[i:]
-			return 0, true, nil
-		}
-		o, wait, err := w.handle(ctx, lease, e, log)
-		if err != nil {
-			b.unstarted = claimed[i:]
-			return 0, false, err
-		}
-		if o == nil { // failed (to retry after wait) or interrupted
-			b.started, b.unstarted = e, claimed[i+1:]
-			return wait, false, nil
-		}
-		b.done = append(b.done, *o)
-	}
-	return 0, false, nil
-}
-
-// handle runs one delivery of e. It returns the outcome to record when
-// the job finished (committed or dead-lettered), nil and the retry delay
-// when it failed and will be delivered again (nil and 0 when leadership
-// ended under it), or why to stop.
-func (w *Worker) handle(ctx context.Context, lease Lease, e *entry, log *slog.Logger) (*outcome, time.Duration, error) {
-	if e.job.Attempt > w.cfg.MaxAttempts {
-		// Earlier deliveries started but never finished: their leaders
-		// were lost mid-job. Do not let such a job loop across leaders.
-		cause := fmt.Sprintf("jobs: %d deliveries started and none finished (leader lost mid-job each time)", e.job.Attempt-1)
-		log.Error("job dead-lettered", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", cause)
-		return &outcome{e: e, attempts: e.job.Attempt - 1, cause: cause}, 0, nil
-	}
-	if !lease.Valid() {
-		return nil, 0, ErrLeaseInvalid
-	}
-	debugOn := log.Enabled(ctx, slog.LevelDebug)
-	var start time.Time
-	if debugOn { // no attributes built per job unless they are logged
-		start = time.Now()
-		log.Debug("job started", "jobId", e.job.ID, "attempt", e.job.Attempt)
-	}
-	herr := w.run(ctx, e.job, lease, log)
-	switch {
-	case hostFault(herr) != nil && ctx.Err() == nil:
-		// Not the job's failure: given back as never started.
-		return nil, 0, fmt.Errorf("jobs: job %s: %w", e.job.ID, hostFault(herr))
-	case herr != nil && errors.Is(herr, ErrStaleToken):
-		// Not the job's failure: this leader is stale in its store's eyes.
-		log.Warn("the job's store rejected this leader's token as stale: giving the leadership up; the job is not counted as failed",
-			"jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
-		return nil, 0, fmt.Errorf("jobs: job %s: %w", e.job.ID, herr)
-	case herr != nil && ctx.Err() != nil:
-		// Leadership ended under the job: not the job's failure. The next
-		// leader delivers it again.
-		log.Info("job interrupted", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
-		return nil, 0, nil
-	case !lease.Valid():
-		log.Warn("lease no longer valid: not recording the job", "jobId", e.job.ID, "attempt", e.job.Attempt)
-		return nil, 0, ErrLeaseInvalid
-	case herr == nil:
-		if debugOn {
-			log.Debug("job done", "jobId", e.job.ID, "attempt", e.job.Attempt, "tookMs", time.Since(start).Milliseconds())
-		}
-		return &outcome{e: e, attempts: e.job.Attempt}, 0, nil
-	case e.job.Attempt >= w.cfg.MaxAttempts || errors.Is(herr, ErrPermanent):
-		log.Error("job dead-lettered", "jobId", e.job.ID, "attempt", e.job.Attempt, "err", herr)
-		return &outcome{e: e, attempts: e.job.Attempt, cause: herr.Error()}, 0, nil
-	default:
-		wait := w.cfg.Backoff.Delay(e.job.Attempt)
-		log.Warn("job failed, retrying", "jobId", e.job.ID, "attempt", e.job.Attempt,
-			"maxAttempts", w.cfg.MaxAttempts, "retryInMs", wait.Milliseconds(), "err", herr)
-		return nil, wait, nil
-	}
-}
-
-// run calls the handler. A panic in it is a failed attempt of the job, not
-// the end of the leader: it is logged once with its stack and returned as
-// an error, so a job that always panics is retried and then dead-lettered
-// like any failing job, and the queue moves on.
-func (w *Worker) run(ctx context.Context, job Job, lease Lease, log *slog.Logger) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			log.Error("handler panicked", "jobId", job.ID, "attempt", job.Attempt, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w: %v", ErrHandlerPanicked, v)
-		}
-	}()
-	return w.cfg.Handler.Handle(ctx, job, lease)
 }

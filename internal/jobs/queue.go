@@ -32,6 +32,11 @@ type Config struct {
 	// Partition is the partition whose queue this is (Job.Partition, for
 	// the handlers). Default 0.
 	Partition int
+	// Partitions is the fleet's partition count (PARTITIONS). With one,
+	// every keyless job is in one group, the serial queue: keyless jobs
+	// run one at a time in enqueue order. With more, a keyless job is a
+	// group of its own. Default 1.
+	Partitions int
 	// ShardedNotices publishes enqueue notices with SPUBLISH (Redis
 	// Cluster's sharded pub/sub; the channel shares the keys' hash tag)
 	// instead of PUBLISH. Default false.
@@ -50,19 +55,22 @@ type Config struct {
 	ReplicaCounts *replicas.Counts
 }
 
-// Queue is the serial job queue as producers and operators see it:
-// Enqueue, Stats, DeadLetters and Requeue, safe from any replica and any
-// goroutine, none needing leadership. The leader processes it with a
-// Worker.
+// Queue is one partition's job queue as producers and operators see it:
+// Enqueue, Stats, DeadLetters, Requeue, Parked, Retry and Skip, safe from
+// any replica and any goroutine, none needing leadership. The leader
+// processes it with a Worker.
 type Queue struct {
 	cfg Config
 
-	// The keys (see doc.go), named once here: a step sends most of them.
+	// The keys (package keyspace's layout), named once here: a step
+	// sends most of them.
 	fence, epoch,
-	stream, position, attempts, counters, last, dead, paused, claimed string
-	enqueued string // pub/sub channel
+	ready, inflight, parked, attempts, stale, counters, last, dead, paused string
+	groups, deadPrefix string // prefixes of the group lists and dead-letter records
+	enqueued           string // pub/sub channel
+	serial             bool   // keyless jobs share one group (Config.Partitions 1)
 	// noticeAfter: notices are sent after the write they announce, not
-	// beside it (see withNotice).
+	// beside it (see notice).
 	noticeAfter bool
 	acks        *acks // nil: enqueues are not WAITed for
 }
@@ -77,6 +85,9 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Keys.IsZero() {
 		bad("Keys is required (the lease's keyspace)")
 	}
+	if cfg.Partitions < 0 || cfg.Partitions > 0 && (cfg.Partition < 0 || cfg.Partition >= cfg.Partitions) {
+		bad("Partition must be in [0, Partitions), got %d of %d", cfg.Partition, cfg.Partitions)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -88,20 +99,24 @@ func New(cfg Config) (*Queue, error) {
 		cfg.FenceKey = k.Fence()
 	}
 	return &Queue{
-		cfg:      cfg,
-		fence:    cfg.FenceKey,
-		epoch:    k.Epoch(),
-		stream:   k.Stream(),
-		position: k.Position(),
-		attempts: k.Attempts(),
-		counters: k.Counters(),
-		last:     k.Last(),
-		dead:     k.Dead(),
-		paused:   k.Paused(),
-		claimed:  k.Claimed(),
-		enqueued: k.EnqueuedChannel(),
+		cfg:        cfg,
+		fence:      cfg.FenceKey,
+		epoch:      k.Epoch(),
+		ready:      k.Ready(),
+		inflight:   k.InFlight(),
+		parked:     k.Parked(),
+		attempts:   k.Attempts(),
+		stale:      k.Stale(),
+		counters:   k.Counters(),
+		last:       k.Last(),
+		dead:       k.Dead(),
+		paused:     k.Paused(),
+		groups:     k.GroupPrefix(),
+		deadPrefix: k.DeadLetterPrefix(),
+		enqueued:   k.EnqueuedChannel(),
+		serial:     cfg.Partitions <= 1,
 		// A Cluster's classic PUBLISH may go to another node than the
-		// queue's: see withNotice.
+		// queue's: see notice.
 		noticeAfter: isCluster(cfg.Client) && !cfg.ShardedNotices,
 		acks:        newAcks(cfg),
 	}, nil
@@ -113,6 +128,12 @@ func isCluster(c redis.Cmdable) bool {
 }
 
 func (q *Queue) deadRecord(id string) string { return q.cfg.Keys.DeadLetter(id) }
+
+// group is the list of the group member.
+func (q *Queue) group(m string) string { return q.groups + m }
+
+// member is the group of a job with key and id in this queue.
+func (q *Queue) member(key, id string) string { return member(key, id, q.serial) }
 
 func (q *Queue) nowMillis() string { return strconv.FormatInt(q.cfg.Now().UnixMilli(), 10) }
 

@@ -3,11 +3,13 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"no client", func(c *Config) { c.Client = nil }, "Client is required"},
 		{"no keys", func(c *Config) { c.Keys = keyspace.Lease{} }, "Keys is required"},
+		{"partition out of range", func(c *Config) { c.Partition, c.Partitions = 4, 4 }, "Partition must be in [0, Partitions)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok()
@@ -71,6 +74,8 @@ func TestNewWorkerValidates(t *testing.T) {
 		{"negative backoff", func(c *WorkerConfig) { c.Backoff = backoff.Policy{Base: -time.Second, Max: time.Second} }, "Base must be positive"},
 		{"negative poll", func(c *WorkerConfig) { c.PollInterval = -1 }, "PollInterval must not be negative"},
 		{"max below base", func(c *WorkerConfig) { c.Backoff = backoff.Policy{Base: time.Second, Max: time.Millisecond} }, "Max (1ms) must not be below Base (1s)"},
+		{"retry max below base", func(c *WorkerConfig) { c.Retry = backoff.Policy{Base: time.Second, Max: time.Millisecond} }, "Retry: backoff: Max (1ms)"},
+		{"unknown failure policy", func(c *WorkerConfig) { c.OnFailure = 7 }, "OnFailure must be"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok()
@@ -85,8 +90,9 @@ func TestNewWorkerValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.cfg.MaxAttempts != 5 || w.cfg.Backoff != (backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}) ||
-		w.cfg.PollInterval != 500*time.Millisecond || w.cfg.Logger == nil {
+	if w.cfg.MaxAttempts != 25 || w.cfg.Backoff != (backoff.Policy{Base: 100 * time.Millisecond, Max: 5 * time.Second}) ||
+		w.cfg.Retry != (backoff.Policy{Base: time.Second, Max: time.Minute}) || w.cfg.OnFailure != FailurePark ||
+		w.slots.Size() != DefaultConcurrency || w.cfg.PollInterval != 500*time.Millisecond || w.cfg.Logger == nil {
 		t.Fatalf("defaults not applied: %+v", w.cfg)
 	}
 }
@@ -108,13 +114,19 @@ func TestEnqueueAndStats(t *testing.T) {
 	}
 }
 
-// The core promise: every job, in enqueue order, exactly once, with the
-// payload as enqueued.
+// The core promise of the serial queue (one partition, no keys): every
+// job, in enqueue order, one at a time though slots allow many, exactly
+// once, with the payload as enqueued.
 func TestProcessInOrder(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
 	payloads := map[string]string{}
+	var now, most atomic.Int64
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
 		mu.Lock()
 		payloads[j.ID] = string(j.Payload)
 		mu.Unlock()
@@ -123,6 +135,9 @@ func TestProcessInOrder(t *testing.T) {
 		}
 		return e.store.write(ctx, j.ID, lease.Token())
 	}), nil)
+	if q.slots.Size() < 2 {
+		t.Fatal("the test needs more than one slot")
+	}
 	ids := e.enqueue(t, q, 50)
 	token := becomeLeader(t, e.c)
 	stop, _ := process(t, q, newLease(token, time.Minute))
@@ -143,13 +158,17 @@ func TestProcessInOrder(t *testing.T) {
 	if !slices.Equal(got, ids) {
 		t.Fatalf("effects\n%v\nwant\n%v", got, ids)
 	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d keyless jobs ran at once; the serial queue runs one", m)
+	}
 	if payloads[ids[7]] != "job 7" {
 		t.Fatalf("payload of job 7 = %q", payloads[ids[7]])
 	}
 	s := stats(t, q)
-	if s.Pending != 0 || s.Committed != 55 || lastCommitted(t, q) != ids[len(ids)-1] || s.DeadLettered != 0 {
+	if s.Pending != 0 || s.Committed != 55 || lastCommitted(t, q) != ids[len(ids)-1] || s.DeadLettered != 0 || s.InFlight != 0 {
 		t.Fatalf("stats = %+v", s)
 	}
+	noAttemptsLeft(t, e, q)
 }
 
 // Leader 1 dies mid-job; leader 2 resumes right after the last committed
@@ -220,44 +239,44 @@ func TestLeaderChangeResumes(t *testing.T) {
 }
 
 // A step whose token is below one the store has accepted (here: the next
-// leader's first claim), whatever it carries (a commit and a claim, a
-// batch commit, a dead letter, given-back deliveries, a claim alone), is
-// rejected with ErrStaleToken and changes nothing at all.
+// leader's first step), whatever it carries (a commit and a claim, a
+// retry, a park, a dead letter, an interruption, a give-back, a claim
+// alone), is rejected with ErrStaleToken and changes nothing at all.
 func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ctx := t.Context()
-	e.enqueue(t, q, 4)
+	ids := e.enqueueKey(t, q, "a", "a", 3)
+	e.enqueueKey(t, q, "b", "b", 2)
 	old := becomeLeader(t, e.c)
-	s := mustStep(t, q, old, batch{}, 1, recordNone)
-	first := s.claimed[0]
-	s = mustStep(t, q, old, batch{from: s.position, done: []outcome{{e: first, attempts: 1}}}, 2, recordOK)
-	if len(s.claimed) != 2 {
-		t.Fatalf("claimed %d, want 2", len(s.claimed))
+	s := mustStep(t, q, stepArgs{token: old, want: 2, runMax: 2, recover: true})
+	if len(s.claimed) != 2 || s.claimed[0].member != "k:a" || len(s.claimed[0].jobs) != 2 || s.claimed[0].jobs[0].ID != ids[0] {
+		t.Fatalf("claimed %+v, want a's first two jobs, then b's", s.claimed)
 	}
-	from, second, third := s.position, s.claimed[0], s.claimed[1]
-	newer := becomeLeader(t, e.c)
-	if again, err := q.claim(ctx, newer); err != nil || again == nil || again.streamID != second.streamID {
-		t.Fatalf("the newer leader's claim: %v, %v; want the job in flight", again, err)
-	}
+	a := s.claimed[0]
+	newer := takeOver(t, q.Queue)
 
 	before := snapshot(t, e.c, q.Queue)
 	statsBefore := stats(t, q)
+	head := a.jobs[0].ID
 	for _, c := range []struct {
-		name  string
-		b     batch
-		claim int
+		name string
+		a    stepArgs
 	}{
-		{"commit and claim", batch{from: from, done: []outcome{{e: second, attempts: 1}}}, 1},
-		{"batch commit", batch{from: from, done: []outcome{{e: second, attempts: 1}, {e: third, attempts: 1}}}, 4},
-		{"dead-letter", batch{from: from, done: []outcome{{e: second, attempts: 1, cause: "boom"}}, unstarted: []*entry{third}}, 1},
-		{"give back", batch{from: from, unstarted: []*entry{second, third}}, 0},
-		{"claim", batch{}, 4},
+		{"commit and claim", stepArgs{outcomes: []outcome{committed(a)}, want: 1, runMax: 1}},
+		{"retry", stepArgs{outcomes: []outcome{{member: a.member, first: head, end: endRetry, head: head, attempts: 1, due: time.Now()}}}},
+		{"park", stepArgs{outcomes: []outcome{{member: a.member, first: head, end: endPark, head: head, attempts: 3, cause: "boom"}}}},
+		{"dead-letter", stepArgs{outcomes: []outcome{{member: a.member, first: head, popped: 1, dead: []deadJob{{0, 1, "boom"}}, end: endDone}}}},
+		{"interrupted", stepArgs{outcomes: []outcome{{member: a.member, first: head, end: endInterrupted, head: head}}}},
+		{"give back", stepArgs{outcomes: []outcome{{member: a.member, first: head, end: endDone}}}},
+		{"recover", stepArgs{recover: true}},
+		{"claim", stepArgs{want: 4, runMax: 4}},
 	} {
-		_, err := q.step(ctx, old, c.b, c.claim)
+		c.a.token = old
+		_, err := q.step(ctx, c.a)
 		var se *StaleError
 		if !errors.Is(err, ErrStaleToken) || !errors.As(err, &se) || se.Token != old || se.Epoch != newer {
-			t.Fatalf("%s with token %d at epoch %d: %v, want ErrStaleToken", c.name, old, newer, err)
+			t.Fatalf("%s with token %d at fence %d: %v, want ErrStaleToken", c.name, old, newer, err)
 		}
 	}
 	if after := snapshot(t, e.c, q.Queue); !maps.Equal(before, after) {
@@ -265,47 +284,63 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 	}
 	st := stats(t, q)
 	st.OldestPendingMs, statsBefore.OldestPendingMs = 0, 0 // the oldest job waits on
-	if st != statsBefore || st.Committed != 1 || st.DeadLettered != 0 {
+	if st != statsBefore {
 		t.Fatalf("stats after stale writes %+v, before %+v", st, statsBefore)
 	}
 	if dl, err := q.DeadLetters(ctx, 0); err != nil || len(dl) != 0 {
 		t.Fatalf("dead letters %v, %v", dl, err)
 	}
-
-	// The current token commits, and a resent step is harmless.
-	b := batch{from: from, done: []outcome{{e: second, attempts: 1}}}
-	mustStep(t, q, newer, b, 0, recordOK)
-	mustStep(t, q, newer, b, 0, recordDone)
-	if st := stats(t, q); st.Committed != 2 || st.Pending != 2 {
-		t.Fatalf("stats %+v, want 2 committed 2 pending", st)
-	}
-	// Recording out of order is refused and records nothing: jobs claimed
-	// after an older position, or after one the queue never had.
-	for _, b := range []batch{
-		{from: from, done: []outcome{{e: third, attempts: 1}}},
-		{from: "1-1", done: []outcome{{e: third, attempts: 1}}},
-	} {
-		s := mustStep(t, q, newer, b, 1, recordOrder)
-		if len(s.claimed) != 1 || s.claimed[0].streamID != third.streamID || s.position != second.streamID {
-			t.Fatalf("after an out-of-order record: %+v, want the third job claimed after position %s", s, second.streamID)
-		}
-	}
-	if st := stats(t, q); st.Committed != 2 || st.Pending != 2 {
-		t.Fatalf("stats %+v, want 2 committed 2 pending", st)
-	}
 }
 
-// mustStep runs one step and checks what it recorded.
-func mustStep(t testing.TB, q *testQueue, token int64, b batch, claim int, want record) stepped {
-	t.Helper()
-	s, err := q.step(t.Context(), token, b, claim)
-	if err != nil {
-		t.Fatal(err)
+// A step sent again (its reply was lost) applies nothing twice: the
+// outcome's claim is gone, so it is answered "not applied" and counts
+// nothing; what the lost send claimed is released by the next step that
+// asks (recover), without a delivery counted, and claimed again.
+func TestResentStepAppliesNothingTwice(t *testing.T) {
+	e := newEnv(t)
+	q := e.queue(t, HandlerFunc(noop), nil)
+	ids := e.enqueue(t, q, 5)
+	token := becomeLeader(t, e.c)
+	s := mustStep(t, q, stepArgs{token: token, want: 1, runMax: 2, recover: true})
+	first := s.claimed[0]
+	if len(first.jobs) != 2 || first.member != memberSerial || first.jobs[0].ID != ids[0] || first.jobs[0].Attempt != 1 {
+		t.Fatalf("claimed %+v", s.claimed)
 	}
-	if s.record != want {
-		t.Fatalf("step recorded %s, want %s", s.record, want)
+	done := stepArgs{token: token, outcomes: []outcome{committed(first)}, want: 1, runMax: 2}
+	s = mustStep(t, q, done)
+	if !s.applied[0] || len(s.claimed) != 1 || s.claimed[0].jobs[0].ID != ids[2] {
+		t.Fatalf("first send: %+v", s)
 	}
-	return s
+	st := stats(t, q)
+	if st.Committed != 2 || st.Pending != 3 || st.InFlight != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The same step again, as after a lost reply: nothing more recorded,
+	// and it claims nothing (the group is in flight).
+	s = mustStep(t, q, done)
+	if s.applied[0] || len(s.claimed) != 0 {
+		t.Fatalf("resent: %+v, want nothing applied or claimed", s)
+	}
+	if st2 := stats(t, q); st2.Committed != st.Committed || st2.Pending != st.Pending || st2.InFlight != st.InFlight {
+		t.Fatalf("a resent step changed the stats: %+v, was %+v", st2, st)
+	}
+	// The claim the first send made is this leadership's but no run of it
+	// executes: recover releases it, and the claim after takes it as a
+	// first delivery.
+	s = mustStep(t, q, stepArgs{token: token, want: 1, runMax: 2, recover: true})
+	if len(s.claimed) != 1 || s.claimed[0].jobs[0].ID != ids[2] || s.claimed[0].jobs[0].Attempt != 1 || s.claimed[0].jobs[1].Attempt != 1 {
+		t.Fatalf("after recover: %+v", s.claimed)
+	}
+	// Held runs are kept: recover with the group held releases nothing.
+	s = mustStep(t, q, stepArgs{token: token, want: 1, runMax: 2, recover: true, held: []string{memberSerial}})
+	if len(s.claimed) != 0 || stats(t, q).InFlight != 1 {
+		t.Fatalf("a held run was released: %+v", s)
+	}
+	// Another leadership's first step finds it lost: one delivery each.
+	s = mustStep(t, q, stepArgs{token: becomeLeader(t, e.c), want: 1, runMax: 2, recover: true})
+	if len(s.claimed) != 1 || len(s.claimed[0].jobs) != 1 || s.claimed[0].jobs[0].ID != ids[2] || s.claimed[0].jobs[0].Attempt != 2 {
+		t.Fatalf("the next leader claimed %+v, want job 2 alone as its second delivery", s.claimed)
+	}
 }
 
 func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
@@ -362,17 +397,31 @@ func TestStaleLeaderProcess(t *testing.T) {
 		if !errors.Is(err, ErrStaleToken) {
 			t.Fatalf("Process: %v, want ErrStaleToken from the handler's store", err)
 		}
-		if s := stats(t, q); s.Committed != 0 || s.DeadLettered != 0 || s.Pending != 1 {
+		if s := stats(t, q); s.Committed != 0 || s.DeadLettered != 0 || s.Pending != 1 || s.Parked != 0 {
 			t.Fatalf("stats %+v", s)
+		}
+		if v := e.c.HGet(t.Context(), q.stale, stats0(t, q)).Val(); v != "1 "+strconv.FormatInt(old, 10) {
+			t.Fatalf("stale count %q, want one leadership, token %d", v, old)
 		}
 	})
 }
 
-// A job that always fails is retried MaxAttempts times, dead-lettered with
-// its error, and the jobs after it complete. Requeue puts it back.
-func TestPoisonJob(t *testing.T) {
+// stats0 is the ID of the first unfinished job.
+func stats0(t testing.TB, q *testQueue) string {
+	t.Helper()
+	jobs, err := q.Unfinished(t.Context())
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("unfinished jobs: %v, %v", jobs, err)
+	}
+	return jobs[0].ID
+}
+
+// A job that always fails is retried MaxAttempts times on its key alone,
+// then its key is parked with it and every later job of the key, while
+// other keys flow. Retry runs it again with fresh attempts; once it
+// passes, the held jobs follow in order.
+func TestPoisonJobParksItsKey(t *testing.T) {
 	e := newEnv(t)
-	var poison string
 	var mu sync.Mutex
 	var poisonAttempts []int
 	healed := false
@@ -385,6 +434,92 @@ func TestPoisonJob(t *testing.T) {
 		}
 		return e.store.write(ctx, j.ID, lease.Token())
 	}), func(c *WorkerConfig) { c.MaxAttempts = 4 })
+	a := e.enqueueKey(t, q, "a", "a", 1)
+	poison, err := q.Enqueue(t.Context(), "a", []byte("poison"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := e.enqueueKey(t, q, "a", "later ", 2)
+	b := e.enqueueKey(t, q, "b", "b", 3)
+	token := becomeLeader(t, e.c)
+	stop, _ := process(t, q, newLease(token, time.Minute))
+	poll.Until(t, 5*time.Second, "a parked key", func() bool { return stats(t, q).Parked == 1 })
+	waitCommitted(t, q, 4)
+	more := e.enqueueKey(t, q, "a", "after park ", 1) // held too
+
+	mu.Lock()
+	if !slices.Equal(poisonAttempts, []int{1, 2, 3, 4}) {
+		t.Fatalf("poison attempts %v, want 1..4", poisonAttempts)
+	}
+	mu.Unlock()
+	got, _ := effectIDs(t, e)
+	if want := append(slices.Clone(a), b...); !sameSet(got, want) {
+		t.Fatalf("effects %v, want a's first job and b's jobs only", got)
+	}
+	ps, err := q.Parked(t.Context())
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("parked %+v, %v", ps, err)
+	}
+	if p := ps[0]; p.Key != "a" || p.JobID != poison || p.Held != 4 || p.Attempts != 4 || p.Token != token ||
+		!strings.Contains(p.Error, "boom: cannot digest") || time.Since(p.ParkedAt) > time.Minute {
+		t.Fatalf("parked key %+v", p)
+	}
+	if s := stats(t, q); s.Pending != 4 || s.DeadLettered != 0 || s.OldestParkedMs <= 0 || s.Retries != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+
+	mu.Lock()
+	healed = true
+	mu.Unlock()
+	if _, err := q.Retry(t.Context(), Ref{Key: "b"}); !errors.Is(err, ErrNotParked) {
+		t.Fatalf("Retry of a key that is not parked: %v", err)
+	}
+	id, err := q.Retry(t.Context(), Ref{Key: "a"})
+	if err != nil || id != poison {
+		t.Fatalf("Retry: %q, %v", id, err)
+	}
+	waitCommitted(t, q, 8)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = effectIDs(t, e)
+	var ofA []string
+	for _, id := range got {
+		if !slices.Contains(b, id) {
+			ofA = append(ofA, id)
+		}
+	}
+	if want := slices.Concat(a, []string{poison}, held, more); !slices.Equal(ofA, want) {
+		t.Fatalf("a's effects %v, want %v: in order", ofA, want)
+	}
+	if s := stats(t, q); s.Pending != 0 || s.Parked != 0 || s.OldestParkedMs != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	noAttemptsLeft(t, e, q)
+}
+
+// sameSet: a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// With OnFailure dead-letter (the order-breaking opt-in) a job that always
+// fails is dead-lettered with its error after MaxAttempts, and the jobs
+// after it complete. Requeue puts it back at the head of its key.
+func TestPoisonJobDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var poisonAttempts []int
+	healed := false
+	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if string(j.Payload) == "poison" && !healed {
+			poisonAttempts = append(poisonAttempts, j.Attempt)
+			return errors.New("boom: cannot digest")
+		}
+		return e.store.write(ctx, j.ID, lease.Token())
+	}), func(c *WorkerConfig) { c.MaxAttempts = 4; c.OnFailure = FailureDeadLetter })
 	a := e.enqueue(t, q, 1)
 	poison, err := q.Enqueue(t.Context(), "", []byte("poison"))
 	if err != nil {
@@ -402,10 +537,7 @@ func TestPoisonJob(t *testing.T) {
 	}
 	healed = true
 	mu.Unlock()
-	var got []string
-	for _, ef := range e.store.effects(t) {
-		got = append(got, ef.id)
-	}
+	got, _ := effectIDs(t, e)
 	if want := append(a, b...); !slices.Equal(got, want) {
 		t.Fatalf("effects %v, want %v", got, want)
 	}
@@ -414,11 +546,11 @@ func TestPoisonJob(t *testing.T) {
 		t.Fatalf("dead letters %v, %v", dl, err)
 	}
 	d := dl[0]
-	if d.ID != poison || string(d.Payload) != "poison" || d.Attempts != 4 || d.Token != token ||
-		!strings.Contains(d.Error, "boom: cannot digest") || d.FailedAt.IsZero() || d.EnqueuedAt.IsZero() {
+	if d.ID != poison || string(d.Payload) != "poison" || d.Attempts != 4 || d.Token != token || d.Key != "" ||
+		!strings.Contains(d.Error, "boom: cannot digest") || d.FailedAt.IsZero() || d.EnqueuedAt.IsZero() || d.SkippedBy != "" {
 		t.Fatalf("dead letter %+v", d)
 	}
-	if s := stats(t, q); s.Pending != 0 || lastCommitted(t, q) != b[1] {
+	if s := stats(t, q); s.Pending != 0 || lastCommitted(t, q) != b[1] || s.Parked != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 
@@ -438,8 +570,9 @@ func TestPoisonJob(t *testing.T) {
 	}
 }
 
-// A job whose leaders keep dying under it is dead-lettered once it has
-// been delivered MaxAttempts times, across leaders.
+// A job whose leaders keep dying under it fails for good once it has
+// been delivered MaxAttempts times, across leaders: its key parks without
+// running it again.
 func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 	e := newEnv(t)
 	var started chan int
@@ -451,7 +584,8 @@ func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 		}
 		return nil
 	}), func(c *WorkerConfig) { c.MaxAttempts = 2 })
-	if _, err := q.Enqueue(t.Context(), "", []byte("hangs")); err != nil {
+	hangs, err := q.Enqueue(t.Context(), "k", []byte("hangs"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	e.enqueue(t, q, 1)
@@ -474,17 +608,17 @@ func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 	token := becomeLeader(t, e.c)
 	stop, _ := process(t, q, newLease(token, time.Minute))
 	waitCommitted(t, q, 1)
+	poll.Until(t, 5*time.Second, "k parked", func() bool { return stats(t, q).Parked == 1 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if len(started) != 0 {
 		t.Fatal("the job ran a third time")
 	}
-	dl, err := q.DeadLetters(t.Context(), 0)
-	if err != nil || len(dl) != 1 || dl[0].Attempts != 2 || dl[0].Token != token || !strings.Contains(dl[0].Error, "none finished") {
-		t.Fatalf("dead letters %+v, %v", dl, err)
+	ps, err := q.Parked(t.Context())
+	if err != nil || len(ps) != 1 || ps[0].JobID != hangs || ps[0].Attempts != 2 || ps[0].Token != token || !strings.Contains(ps[0].Error, "none finished") {
+		t.Fatalf("parked %+v, %v", ps, err)
 	}
-	noAttemptsLeft(t, e, q)
 }
 
 // Once the lease is no longer valid, Process takes no more jobs and does
@@ -622,14 +756,15 @@ func BenchmarkBatchSize(b *testing.B) {
 // with the given batch size and reports jobs/s.
 func benchNoop(b *testing.B, batch int) { benchJobs(b, HandlerFunc(noop), batch) }
 
-// benchJobs runs b.N jobs with empty payloads, enqueued beforehand,
-// through Process with h and the given batch size and reports jobs/s.
+// benchJobs runs b.N jobs with empty payloads, enqueued beforehand in one
+// group (the serial queue: a deep queue), through Process with h and the
+// given batch size and reports jobs/s.
 func benchJobs(b *testing.B, h Handler, batch int) {
 	e := newEnv(b)
 	q := e.queue(b, h, func(c *WorkerConfig) { c.Batch = batch })
 	token := becomeLeader(b, e.c)
 	ctx := context.Background()
-	fillQueue(b, e, q.stream, b.N) // outside the timer
+	fillQueue(b, e, q.Queue, b.N) // outside the timer
 	b.ResetTimer()
 	stop, _ := process(b, q, newLease(token, time.Hour))
 	poll.Until(b, 10*time.Minute, "all commits", func() bool {
@@ -643,44 +778,54 @@ func benchJobs(b *testing.B, h Handler, batch int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
-// fillQueue adds n no-op job entries to stream, in pipelines of 10,000.
-func fillQueue(b *testing.B, e *env, stream string, n int) {
+// fillQueue adds n no-op jobs to q's serial group, in pipelines of
+// 10,000, and makes the group ready.
+func fillQueue(b *testing.B, e *env, q *Queue, n int) {
 	b.Helper()
 	ctx := context.Background()
-	for left := n; left > 0; left -= 10000 {
+	list := q.group(memberSerial)
+	for done := 0; done < n; {
 		pipe := e.c.Pipeline()
-		for range min(left, 10000) {
-			pipe.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"id", "x", "payload", "", "enqueued_at", "0"}})
+		for range min(n-done, 10000) {
+			pipe.RPush(ctx, list, encodeEntry(fmt.Sprintf("%026d", done), 0, "", "", nil))
+			done++
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
+	if err := e.c.ZAdd(ctx, q.ready, redis.Z{Score: 0, Member: memberSerial}).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.c.HIncrBy(ctx, q.counters, "pending", int64(n)).Err(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // floorScript is the least a fenced, ordered commit of one job can do in
 // Redis: refuse a token below the fence, refuse a commit that is not of
-// the entry after the committed position, move the position. It keeps no
-// attempts, counters, claim mark or last-commit record and trims nothing,
-// all of which step.lua does; it exists only for BenchmarkStepFloor.
+// the job after the committed count, pop it, count it. It keeps no
+// claims, attempts, counters or last-commit record, all of which step.lua
+// does; it exists only for BenchmarkStepFloor.
 var floorScript = redis.NewScript(`
 if tonumber(ARGV[1]) < tonumber(redis.call('GET', KEYS[1]) or '0') then return 0 end
-if (redis.call('GET', KEYS[2]) or '0-0') ~= ARGV[2] then return -1 end
-redis.call('SET', KEYS[2], ARGV[3])
+if (redis.call('GET', KEYS[2]) or '0') ~= ARGV[2] then return -1 end
+redis.call('LPOP', KEYS[3])
+redis.call('INCR', KEYS[2])
 return 1`)
 
 // BenchmarkStepFloor is the ceiling of one job per round trip on this
 // machine and Redis, beside BenchmarkProcessNoop: the same client sends
-// floorScript to commit job i with the XRANGE that claims job i+1
+// floorScript to commit job i with the LINDEX that reads job i+1
 // pipelined behind it, and decodes the entry, as the worker's loop does
 // with step.lua, but with no handler and no Worker. Its jobs/s ÷
 // BenchmarkRedisRoundTrip's rtt/s bounds what any fenced, ordered queue on
-// a Redis stream reaches with one round trip per job.
+// a Redis list reaches with one round trip per job.
 func BenchmarkStepFloor(b *testing.B) {
 	e := newEnv(b)
 	q := e.queue(b, HandlerFunc(noop), nil)
 	ctx := context.Background()
-	fillQueue(b, e, q.stream, b.N+1)
+	fillQueue(b, e, q.Queue, b.N+1)
 	const token = 7
 	if err := e.c.Set(ctx, q.fence, token, 0).Err(); err != nil {
 		b.Fatal(err)
@@ -688,30 +833,24 @@ func BenchmarkStepFloor(b *testing.B) {
 	if err := floorScript.Load(ctx, e.c).Err(); err != nil {
 		b.Fatal(err)
 	}
-	first, err := e.c.XRangeN(ctx, q.stream, "-", "+", 1).Result()
-	if err != nil || len(first) != 1 {
-		b.Fatalf("first entry: %v %v", first, err)
-	}
-	keys := []string{q.fence, q.position}
-	pos, cur := "0-0", first[0].ID
+	list, count := q.group(memberSerial), q.Queue.cfg.Keys.Group("floor")
+	keys := []string{q.fence, count, list}
 	b.ResetTimer()
 	for i := range b.N {
 		pipe := e.c.Pipeline()
-		run := pipe.EvalSha(ctx, floorScript.Hash(), keys, token, pos, cur)
-		read := pipe.Do(ctx, "XRANGE", q.stream, "("+cur, "+", "COUNT", 1)
+		run := pipe.EvalSha(ctx, floorScript.Hash(), keys, token, i)
+		read := pipe.LIndex(ctx, list, 0)
 		_, _ = pipe.Exec(ctx)
 		if v, err := run.Int64(); err != nil || v != 1 {
 			b.Fatalf("job %d: commit %d, %v", i, v, err)
 		}
-		next, err := read.Slice()
-		if err != nil || len(next) != 1 {
-			b.Fatalf("job %d: claim %v, %v", i, next, err)
-		}
-		ent, err := parseEntry(next[0])
+		next, err := read.Result()
 		if err != nil {
+			b.Fatalf("job %d: claim %v", i, err)
+		}
+		if _, _, err := decodeEntry(next); err != nil {
 			b.Fatal(err)
 		}
-		pos, cur = cur, ent.streamID
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")

@@ -3,6 +3,7 @@ package jobs
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,16 +17,7 @@ import (
 // acknowledged it in time (WAIT): a failover now could lose it. It is in
 // the queue and runs unless such a failover comes; an enqueue retried
 // after this error may add it twice (jobs are at-least-once anyway).
-// Packages that cannot import jobs find it by its method,
-// NotReplicated() bool.
-var ErrNotReplicated error = notReplicated{}
-
-type notReplicated struct{}
-
-func (notReplicated) Error() string {
-	return "jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)"
-}
-func (notReplicated) NotReplicated() bool { return true }
+var ErrNotReplicated = errors.New("jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)")
 
 // acks is the WAIT step of the enqueues (package replicas): a write is
 // acknowledged to the caller only once every online replica of its
@@ -81,9 +73,4 @@ func (a *acks) check(wait *redis.Cmd, want int) error {
 		return fmt.Errorf("%w: %w", ErrNotReplicated, err)
 	}
 	return nil
-}
-
-// wait sends WAIT want on p, bounded by the timeout.
-func (a *acks) wait(ctx context.Context, p redis.Pipeliner, want int) *redis.Cmd {
-	return replicas.Wait(ctx, p, want, a.timeout)
 }

@@ -1,27 +1,47 @@
--- requeue.lua: move a dead letter back to the tail of the queue as a new
--- job, with its ordering key. Not fenced: like an enqueue, anyone may do it.
+-- requeue.lua: moves a dead letter back to its group as a new job: to the
+-- head (before the group's other jobs; after its run in flight, if one
+-- is), or to the tail. Not fenced: like an enqueue, anyone may do it.
+-- Names are keyspace's (its doc.go holds the layout).
 --
--- KEYS[1] dead-letter index (sorted set of job IDs)
--- KEYS[2] dead-letter record hash of the job
--- KEYS[3] job stream
--- ARGV[1] dead job's ID
--- ARGV[2] new job ID
--- ARGV[3] enqueue time, unix milliseconds
+-- KEYS[1] J:dead
+-- KEYS[2] J:dead:<id> of the dead job
+-- KEYS[3] J:ready
+-- KEYS[4] J:inflight
+-- KEYS[5] J:counters
+-- ARGV[1] the dead job's ID
+-- ARGV[2] the new job's ID
+-- ARGV[3] now, unix milliseconds
+-- ARGV[4] the prefix of the group lists (J:g:)
+-- ARGV[5] head or tail
 --
--- Returns the new entry's stream ID, or nil when there is no such dead letter.
-local rec = redis.call('HMGET', KEYS[2], 'payload', 'key')
-local payload, key = rec[1], rec[2]
-if not payload then
+-- Returns the group's member, or false when there is no such dead letter.
+local rec = redis.call('HMGET', KEYS[2], 'entry', 'member')
+local entry, member = rec[1], rec[2]
+if not entry or not member then
   return false
 end
-local sid
-if key and key ~= '' then
-  sid = redis.call('XADD', KEYS[3], '*', 'id', ARGV[2], 'payload', payload,
-    'enqueued_at', ARGV[3], 'key', key, 'requeued_from', ARGV[1])
-else
-  sid = redis.call('XADD', KEYS[3], '*', 'id', ARGV[2], 'payload', payload,
-    'enqueued_at', ARGV[3], 'requeued_from', ARGV[1])
+local nl = string.find(entry, '\n', 1, true)
+if not nl then
+  return redis.error_reply('jobs: dead letter ' .. ARGV[1] .. ' holds a malformed entry')
 end
+local new = '1 ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' from=' .. ARGV[1] .. string.sub(entry, nl)
+local list = ARGV[4] .. member
+local was = redis.call('LLEN', list)
+local claim = redis.call('HGET', KEYS[4], member)
+if ARGV[5] == 'tail' or was == 0 then
+  redis.call('RPUSH', list, new)
+elseif claim then
+  -- After the run in flight: it finishes first, then the requeued job.
+  local count = tonumber(string.match(claim, '^%S+ %S+ (%d+)'))
+  redis.call('LINSERT', list, 'AFTER', redis.call('LINDEX', list, count - 1), new)
+else
+  -- Ready, backing off or parked: first of what waits, in the same place.
+  redis.call('LPUSH', list, new)
+end
+if was == 0 then
+  redis.call('ZADD', KEYS[3], ARGV[3], member)
+end
+redis.call('HINCRBY', KEYS[5], 'pending', 1)
 redis.call('DEL', KEYS[2])
 redis.call('ZREM', KEYS[1], ARGV[1])
-return sid
+return member

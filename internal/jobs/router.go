@@ -16,20 +16,22 @@ import (
 
 // Router enqueues into the queues of a fleet's partitions: a job's
 // ordering key picks its partition (partition.Of), so every job of a key
-// lands in one queue and runs in enqueue order; a job without a key goes
-// to the partition its ID picks (spread, in no order with other jobs).
-// With one queue it is that queue.
+// lands in one queue, in one group, and runs in enqueue order; a job
+// without a key goes to the partition its ID picks (spread, in no order
+// with other jobs). With one queue it is that queue, and its keyless jobs
+// form one group (Config.Partitions).
 type Router struct {
 	queues []*Queue
 	client redis.Cmdable
-	// oneTx: a batch spanning partitions is one MULTI/EXEC (not Redis
+	// oneTx: a batch spanning partitions is one script call (not Redis
 	// Cluster, whose transactions stay in one slot).
 	oneTx bool
 }
 
 // NewRouter routes to queues, by partition; they must share client (the
-// Redis that holds every queue). With oneTx false (Redis Cluster),
-// EnqueueMany is all or none per partition only.
+// Redis that holds every queue). With oneTx false (Redis Cluster, where a
+// script stays in one slot), EnqueueMany is all or none per partition
+// only.
 func NewRouter(queues []*Queue, client redis.Cmdable, oneTx bool) (*Router, error) {
 	if len(queues) == 0 || len(queues) > partition.Max {
 		return nil, fmt.Errorf("jobs: a Router needs 1 to %d queues, got %d", partition.Max, len(queues))
@@ -63,9 +65,8 @@ func (r *Router) Enqueue(ctx context.Context, key string, payload []byte) (strin
 
 // PartialError is EnqueueMany's answer when a batch spanning partitions
 // was enqueued in some partitions and not in others (on Redis Cluster,
-// where each partition is a transaction of its own; or a stream key of
-// the wrong type, which fails its XADDs alone): IDs holds the ID of each
-// item enqueued, "" for the others. Err is what refused the rest (it may
+// where each partition is a script call of its own): IDs holds the ID of
+// each item enqueued, "" for the others. Err is what refused the rest (it may
 // wrap ErrOutcomeUnknown: those items may be enqueued too).
 type PartialError struct {
 	IDs []string
@@ -84,39 +85,40 @@ func (e *PartialError) Error() string {
 
 func (e *PartialError) Unwrap() error { return e.Err }
 
-// EnqueueMany adds items to their partitions' queues, each partition's in
-// order, and returns their IDs in the items' order. The batch is checked
-// whole first, as Queue.EnqueueMany does. Within one partition, items run
-// in their order; across partitions no order holds. It is one MULTI/EXEC,
-// all or none, except on Redis Cluster, where it is one per partition,
-// all or none each, every partition tried: when some fail and others
-// succeed, the error is a *PartialError that says which items were
+// EnqueueMany adds items to their partitions' queues, each to the tail
+// of its group, and returns their IDs in the items' order. The batch is
+// checked whole first, as Queue.EnqueueMany does. Within one group,
+// items run in their order; across groups no order holds. It is one
+// script call, all or none, except on Redis Cluster, where it is one per
+// partition, all or none each, every partition tried: when some fail and
+// others succeed, the error is a *PartialError that says which items were
 // enqueued.
 func (r *Router) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
-	if err := checkBatch(items); err != nil {
+	if err := CheckBatch(items); err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(items))
+	ids := newIDs(len(items))
 	parts := make([][]int, len(r.queues))
+	touched := 0
 	for i, it := range items {
-		ids[i] = ulid.Make().String() // monotonic: in order within the batch
 		p := r.Partition(it.Key, ids[i])
+		if len(parts[p]) == 0 {
+			touched++
+		}
 		parts[p] = append(parts[p], i)
 	}
-	if len(items) == 1 { // all or none by itself, without MULTI
-		p := r.Partition(items[0].Key, ids[0])
-		id, err := r.queues[p].enqueue(ctx, ids[0], items[0])
-		if err != nil {
-			return nil, err
-		}
-		return []string{id}, nil
-	}
-	if r.oneTx {
-		if err := addMany(ctx, r.client, r.queues, parts, ids, items); err != nil {
-			return nil, err
+	if r.oneTx || touched == 1 {
+		if err := appendJobs(ctx, r.client, r.queues, parts, ids, items); err != nil {
+			return nil, enqueueError(len(items), err)
 		}
 		return ids, nil
 	}
+	return r.eachPartition(ctx, parts, ids, items)
+}
+
+// eachPartition writes each partition's part of a batch on its own (Redis
+// Cluster: a script stays in one slot), every one tried.
+func (r *Router) eachPartition(ctx context.Context, parts [][]int, ids []string, items []Item) ([]string, error) {
 	done := make([]string, len(items))
 	var first error
 	for p, part := range parts {
@@ -125,22 +127,12 @@ func (r *Router) EnqueueMany(ctx context.Context, items []Item) ([]string, error
 		}
 		only := make([][]int, len(r.queues))
 		only[p] = part
-		err := addMany(ctx, r.client, r.queues, only, ids, items)
-		var partial *PartialError
-		switch {
-		case err == nil:
-			for _, i := range part {
-				done[i] = ids[i]
-			}
-		case errors.As(err, &partial):
-			for i, id := range partial.IDs {
-				if id != "" {
-					done[i] = id
-				}
-			}
-			first = cmp.Or(first, partial.Err)
-		default:
-			first = cmp.Or(first, err)
+		if err := appendJobs(ctx, r.client, r.queues, only, ids, items); err != nil {
+			first = cmp.Or(first, enqueueError(len(part), err))
+			continue
+		}
+		for _, i := range part {
+			done[i] = ids[i]
 		}
 	}
 	switch {
@@ -162,26 +154,10 @@ func anyID(ids []string) bool {
 }
 
 // PartitionStats reads every partition's Stats in one round trip (one
-// pipeline; each partition's figures are read together, but not atomically
+// pipeline; each partition's figures are read at one instant, but not
 // with the others'), by partition.
 func (r *Router) PartitionStats(ctx context.Context) ([]figures.Queue, error) {
-	reads := make([]func() (figures.Queue, error), len(r.queues))
-	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range r.queues {
-			reads[i] = q.stats(ctx, p)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("jobs: stats: %w", err)
-	}
-	out := make([]figures.Queue, len(r.queues))
-	for i, read := range reads {
-		if out[i], err = read(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return statsOf(ctx, r.client, r.queues)
 }
 
 // Stats is the fleet's queue figures: every partition's, summed

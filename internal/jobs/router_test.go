@@ -20,7 +20,7 @@ func partitionQueues(t *testing.T, e *env, n int) []*Queue {
 	base := keyspace.MustNew("lockworker:leader")
 	qs := make([]*Queue, n)
 	for p := range qs {
-		q, err := New(Config{Client: e.c, Keys: base.Partition(p, n), Partition: p})
+		q, err := New(Config{Client: e.c, Keys: base.Partition(p, n), Partition: p, Partitions: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,25 +29,24 @@ func partitionQueues(t *testing.T, e *env, n int) []*Queue {
 	return qs
 }
 
-// entries reads a queue's stream: job ID -> key.
+// entries reads a queue's unfinished jobs: job ID -> key.
 func entries(t *testing.T, q *Queue) map[string]string {
 	t.Helper()
-	msgs, err := q.cfg.Client.XRange(t.Context(), q.stream, "-", "+").Result()
+	jobs, err := q.Unfinished(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, m := range msgs {
-		k, _ := m.Values["key"].(string)
-		out[m.Values["id"].(string)] = k
+	for _, j := range jobs {
+		out[j.ID] = j.Key
 	}
 	return out
 }
 
 // A keyed job lands in the partition its key picks, every job of a key
-// in one; an unkeyed one in the partition its ID picks; a batch is one
-// transaction over every partition it touches, each partition's jobs in
-// their order.
+// in one group; an unkeyed one in the partition its ID picks, a group of
+// its own; a batch is one script over every partition it touches, each
+// key's jobs in their order.
 func TestRouterRoutesByKey(t *testing.T) {
 	e := newEnv(t)
 	qs := partitionQueues(t, e, 8)
@@ -88,23 +87,33 @@ func TestRouterRoutesByKey(t *testing.T) {
 			t.Fatalf("batch item %d (%s) not in partition %d", i, it.Key, p)
 		}
 	}
-	// Within a partition the batch's jobs are in batch order.
+	// Within a key the batch's jobs are in batch order.
 	for p, q := range qs {
-		msgs, _ := q.cfg.Client.XRange(ctx, q.stream, "-", "+").Result()
-		var got []string
-		for _, m := range msgs {
-			if slices.Contains(ids, m.Values["id"].(string)) {
-				got = append(got, m.Values["id"].(string))
+		jobs, err := q.Unfinished(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byKey := map[string][]string{}
+		for _, j := range jobs {
+			if slices.Contains(ids, j.ID) {
+				byKey[j.Key] = append(byKey[j.Key], j.ID)
 			}
 		}
-		if !slices.IsSorted(got) {
-			t.Fatalf("partition %d holds the batch out of order: %v", p, got)
+		for k, got := range byKey {
+			if !slices.IsSorted(got) {
+				t.Fatalf("partition %d holds key %s's jobs out of order: %v", p, k, got)
+			}
 		}
+	}
+	if m := qs[p].member("", id); m != "j:"+id {
+		t.Fatalf("an unkeyed job of a partitioned queue is in group %q, want its own", m)
 	}
 }
 
-// A stream key of the wrong type fails that partition's XADDs alone: the
-// batch is written in part, and the error says which jobs were.
+// A key of the wrong type in one partition: with one script for the
+// whole batch (oneTx) nothing is written; with one per partition (Redis
+// Cluster) that partition's part alone fails, and the error says which
+// jobs were written.
 func TestRouterPartialBatch(t *testing.T) {
 	for _, oneTx := range []bool{true, false} {
 		t.Run(fmt.Sprint("oneTx=", oneTx), func(t *testing.T) {
@@ -116,9 +125,23 @@ func TestRouterPartialBatch(t *testing.T) {
 				items = append(items, Item{Key: fmt.Sprintf("k%d", i), Payload: []byte("x")})
 			}
 			broken := partition.Of("k0", 4)
-			e.c.Set(t.Context(), qs[broken].stream, "not a stream", 0)
+			e.c.Set(t.Context(), qs[broken].ready, "not a sorted set", 0)
 			_, err := r.EnqueueMany(t.Context(), items)
 			var partial *PartialError
+			if oneTx {
+				if err == nil || errors.As(err, &partial) || errors.Is(err, ErrOutcomeUnknown) {
+					t.Fatalf("EnqueueMany = %v, want a refusal of the whole batch", err)
+				}
+				for p, q := range qs {
+					if p == broken {
+						continue
+					}
+					if n := len(entries(t, q)); n != 0 {
+						t.Fatalf("partition %d holds %d jobs of a refused batch", p, n)
+					}
+				}
+				return
+			}
 			if !errors.As(err, &partial) {
 				t.Fatalf("EnqueueMany = %v, want a PartialError", err)
 			}
@@ -149,7 +172,7 @@ func TestKeyTravelsWithTheJob(t *testing.T) {
 		seen = append(seen, j)
 		mu.Unlock()
 		return errors.New("always")
-	}), func(c *WorkerConfig) { c.MaxAttempts = 1 })
+	}), func(c *WorkerConfig) { c.MaxAttempts = 1; c.OnFailure = FailureDeadLetter })
 	id, err := q.Enqueue(t.Context(), "order-42", []byte("p"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,25 @@ var (
 	stepLua    string
 	stepScript = redis.NewScript(fenceLua + stepLua)
 
+	//go:embed enqueue.lua
+	enqueueLua    string
+	enqueueScript = redis.NewScript(enqueueLua)
+
 	//go:embed requeue.lua
 	requeueLua    string
 	requeueScript = redis.NewScript(requeueLua)
+
+	//go:embed retry.lua
+	retryLua    string
+	retryScript = redis.NewScript(retryLua)
+
+	//go:embed skip.lua
+	skipLua    string
+	skipScript = redis.NewScript(skipLua)
+
+	//go:embed stats.lua
+	statsLua    string
+	statsScript = redis.NewScript(statsLua)
 )
 
 // str reads one element of a script reply as text.

@@ -2,79 +2,84 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 )
 
-// Stats reads the queue's counters and lengths in one atomic round trip.
+// Stats reads the queue's figures at one instant (one script, one round
+// trip).
 func (q *Queue) Stats(ctx context.Context) (figures.Queue, error) {
-	var read func() (figures.Queue, error)
-	_, err := q.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		read = q.stats(ctx, p)
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	reply, err := statsScript.Run(ctx, q.cfg.Client, q.statsKeys()).Slice()
+	if err != nil {
 		return figures.Queue{}, fmt.Errorf("jobs: stats: %w", err)
 	}
-	return read()
+	return parseStats(reply)
 }
 
-// stats queues the reads of Stats on p; read decodes them once p ran.
-func (q *Queue) stats(ctx context.Context, p redis.Pipeliner) (read func() (figures.Queue, error)) {
-	pending := p.XLen(ctx, q.stream)
-	committed := p.HGet(ctx, q.counters, "committed")
-	dead := p.ZCard(ctx, q.dead)
-	epoch := p.Get(ctx, q.epoch)
-	paused := p.Exists(ctx, q.paused)
-	oldest := p.XRangeN(ctx, q.stream, "-", "+", 1)
-	now := p.Time(ctx)
-	return func() (figures.Queue, error) {
-		for _, c := range []redis.Cmder{pending, dead, paused, oldest, now} {
-			if err := c.Err(); err != nil {
-				return figures.Queue{}, fmt.Errorf("jobs: stats: %w", err)
+// statsKeys is stats.lua's KEYS, in its header's order.
+func (q *Queue) statsKeys() []string {
+	return []string{q.counters, q.dead, q.epoch, q.paused, q.ready, q.inflight, q.parked}
+}
+
+// statsOf reads the figures of every queue in one round trip (a pipeline
+// of the script, sent again with its body if the server lacks it).
+func statsOf(ctx context.Context, c redis.Cmdable, queues []*Queue) ([]figures.Queue, error) {
+	run := func(eval bool) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(queues))
+		_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, q := range queues {
+				if eval {
+					cmds[i] = statsScript.Eval(ctx, p, q.statsKeys())
+				} else {
+					cmds[i] = statsScript.EvalSha(ctx, p, q.statsKeys())
+				}
 			}
-		}
-		s := figures.Queue{Pending: pending.Val(), DeadLettered: dead.Val(), Paused: paused.Val() > 0}
-		if msgs := oldest.Val(); len(msgs) > 0 {
-			waited := max(0, now.Val().Sub(streamIDTime(msgs[0].ID)))
-			s.OldestPendingMs = int64((waited + time.Millisecond - 1) / time.Millisecond)
-		}
-		var err error
-		if s.Committed, err = optInt(committed); err != nil {
-			return figures.Queue{}, fmt.Errorf("jobs: stats: committed counter: %w", err)
-		}
-		if s.Epoch, err = optInt(epoch); err != nil {
-			return figures.Queue{}, fmt.Errorf("jobs: stats: epoch key %s: %w", q.epoch, err)
-		}
-		return s, nil
+			return nil
+		})
+		return cmds
 	}
+	cmds := run(false)
+	if redis.HasErrorPrefix(cmds[0].Err(), "NOSCRIPT") {
+		cmds = run(true)
+	}
+	out := make([]figures.Queue, len(queues))
+	for i, cmd := range cmds {
+		reply, err := cmd.Slice()
+		if err == nil {
+			out[i], err = parseStats(reply)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("jobs: stats: %w", err)
+		}
+	}
+	return out, nil
 }
 
-// streamIDTime is when Redis added a stream entry: the milliseconds part
-// of its ID (XADD *, the server's clock).
-func streamIDTime(id string) time.Time {
-	ms, _, _ := strings.Cut(id, "-")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return time.Time{}
+// parseStats decodes stats.lua's reply.
+func parseStats(reply []any) (figures.Queue, error) {
+	var v [11]int64
+	if len(reply) != len(v) {
+		return figures.Queue{}, fmt.Errorf("jobs: stats: malformed reply of %d items", len(reply))
 	}
-	return time.UnixMilli(n)
-}
-
-// optInt parses an integer reply that may be nil (0 then).
-func optInt(c *redis.StringCmd) (int64, error) {
-	if errors.Is(c.Err(), redis.Nil) {
-		return 0, nil
+	for i, x := range reply {
+		n, ok := x.(int64)
+		if !ok {
+			return figures.Queue{}, fmt.Errorf("jobs: stats: malformed reply %v", reply)
+		}
+		v[i] = n
 	}
-	if c.Err() != nil {
-		return 0, c.Err()
+	now := v[10]
+	ago := func(ms int64) int64 {
+		if ms == 0 {
+			return 0
+		}
+		return max(1, now-ms) // rounded up: 0 only when there is none
 	}
-	return strconv.ParseInt(c.Val(), 10, 64)
+	return figures.Queue{
+		Pending: v[0], Committed: v[1], Retries: v[2], DeadLettered: v[3], Epoch: v[4], Paused: v[5] == 1,
+		InFlight: v[6], Parked: v[7], OldestPendingMs: ago(v[8]), OldestParkedMs: ago(v[9]),
+	}, nil
 }

@@ -5,287 +5,239 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
+	"time"
 
 	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
-// entry is a claimed job: its stream entry and the delivery.
-type entry struct {
-	streamID string
-	job      Job
-	// single: handed out alone, its delivery counted in the attempts hash
-	// (a redelivery); else the first delivery, as part of a batch.
-	single bool
+// ending is what becomes of a group when its run ends: step.lua's end
+// codes.
+type ending byte
+
+const (
+	endDone        ending = 'd' // done, cut or given back: ready again (at due, if set)
+	endRetry       ending = 'r' // the head failed: ready again at due
+	endPark        ending = 'p' // the head failed for good: the group is parked
+	endInterrupted ending = 'i' // the head was interrupted: one delivery counted
+	endStale       ending = 's' // the head's store said "stale token": given back uncounted
+)
+
+func (e ending) String() string {
+	switch e {
+	case endDone:
+		return "done"
+	case endRetry:
+		return "retry"
+	case endPark:
+		return "park"
+	case endInterrupted:
+		return "interrupted"
+	case endStale:
+		return "stale"
+	}
+	return "ending(" + strconv.Itoa(int(e)) + ")"
 }
 
-// outcome is how a claimed job finished: committed (cause == "") after
-// attempts deliveries, or dead-lettered with cause.
-type outcome struct {
-	e        *entry
+// staleLeaderships is how many leaderships in a row may meet a "stale
+// token" answer on one job before its group is parked: the store keeps
+// rejecting every new token (its fence is above the epoch: a restored
+// backup, a Redis that lost its data), and moving the partition on would
+// go on forever.
+const staleLeaderships = 3
+
+// deadJob is a job of a run that is dead-lettered: its index among the
+// run's finished jobs, its deliveries and why.
+type deadJob struct {
+	index    int
 	attempts int
 	cause    string
 }
 
-// batch is what a run of claimed jobs leaves for the next step: from, the
-// position they were claimed after (the last known position); the
-// outcomes of the finished ones, in order; the claimed ones that never
-// started; and started, the one after the finished ones that started but
-// did not finish (failed or interrupted), if any.
-type batch struct {
-	from      string
-	done      []outcome
-	unstarted []*entry
-	started   *entry
+// outcome is how a run ended, as a step records it: popped jobs at the
+// head of the group finished (dead among them dead-lettered, the rest
+// committed), then the end. head is the group's head after them (the job
+// the end is about: retried, parked, interrupted, stale).
+type outcome struct {
+	member string
+	first  string // the run's first job ID: the claim it answers
+	popped int
+	dead   []deadJob
+	// last is the last committed job and its deliveries (for J:last).
+	last         string
+	lastAttempts int
+	end          ending
+	head         string
+	attempts     int       // endRetry, endPark: the head's deliveries so far
+	due          time.Time // endDone (zero: at once), endRetry
+	cause        string    // endPark: why; endStale: why, should it park
+	uncount      bool      // popped 0: the head's counted delivery is taken back
 }
 
-// empty: nothing for a step to record or give back. A started job of a
-// batch claim is reported (its claim mark is then another delivery); one
-// handed out alone is counted in the attempts hash already.
-func (b batch) empty() bool {
-	return len(b.done) == 0 && len(b.unstarted) == 0 && (b.started == nil || b.started.single)
+// claim is a run a step handed out: a group's first jobs, in order, the
+// first delivered for its Attempt-th time, the others for the first.
+type claim struct {
+	member string
+	jobs   []Job
 }
 
-// record is how a step recorded the outcomes it carried: step.lua's
-// first reply value.
-type record int64
-
-const (
-	recordStale record = iota // the token is below the fence: nothing changed (fence.lua)
-	recordNone                // no outcomes
-	recordOK                  // recorded
-	recordDone                // a resent step: already recorded
-	recordOrder               // not the entries after the position: nothing recorded
-)
-
-func (r record) String() string {
-	switch r {
-	case recordStale:
-		return "stale"
-	case recordNone:
-		return "none"
-	case recordOK:
-		return "ok"
-	case recordDone:
-		return "done"
-	case recordOrder:
-		return "order"
-	}
-	return "record(" + strconv.FormatInt(int64(r), 10) + ")"
+// stepReply is step.lua's reply, decoded in one place (parseStep).
+type stepReply struct {
+	// applied says, outcome by outcome, whether it was recorded; false
+	// when the group's claim was no longer this leadership's for that run
+	// (a resent step; a claim released meanwhile).
+	applied []bool
+	// paused: the queue is paused, nothing was claimed.
+	paused bool
+	// readyNow is how many groups may still run now.
+	readyNow int
+	// nextDue is the earliest later time a group may run (a retry's);
+	// zero for none.
+	nextDue time.Time
+	claimed []claim
 }
 
-// claimResult is what a step's claim did: step.lua's third reply value.
-type claimResult int64
-
-const (
-	claimNone   claimResult = iota // none asked for
-	claimPaused                    // the queue is paused
-	claimEmpty                     // no job pending
-	claimBatch                     // the first count jobs after the position, each a first delivery
-	claimSingle                    // one job redelivered, its entry in the reply
-)
-
-// giveBack is what a step gives back of the last claim: step.lua's ARGV[5].
-type giveBack int
-
-const (
-	giveNothing    giveBack = iota
-	giveBackBatch           // the claimed jobs never started, but for ARGV[6] (0 or 1)
-	giveBackSingle          // one delivery of the job ARGV[6], handed out alone
-)
-
-// stepped is what a step did: how it recorded its outcomes, position the
-// committed position after it, and claimed the jobs it handed out, in
-// queue order (none when paused or empty).
-type stepped struct {
-	record   record
-	position string
-	paused   bool
-	claimed  []*entry
+// stepArgs is what a step sends.
+type stepArgs struct {
+	token    int64
+	outcomes []outcome
+	want     int  // groups to claim at most
+	runMax   int  // jobs per claimed group at most
+	recover  bool // release the claims that are not held (below) by this leadership
+	held     []string
 }
 
-// step records b (the finished jobs at the head of the queue, in order,
-// and the deliveries of the claimed jobs that never started) and claims up
-// to claim jobs, in one fenced script and, pipelined behind it, one read
-// of the claimed entries: one round trip. A stale token is refused first
-// and changes nothing.
-func (q *Queue) step(ctx context.Context, token int64, b batch, claim int) (stepped, error) {
-	keys, args := q.stepArgs(token, b, claim)
-	// The position this step should leave: the last outcome's, or the
-	// one the jobs were claimed after.
-	expect := b.from
-	if n := len(b.done); n > 0 {
-		expect = b.done[n-1].e.streamID
-	}
-	// The claimed entries are read in the same round trip, after the
-	// position the step should leave.
-	send := scriptpipe.Batch{Script: stepScript, Keys: keys, Args: args}
-	if claim > 0 && expect != "" {
-		send.After = [][]any{{"XRANGE", q.stream, "(" + expect, "+", "COUNT", claim}}
-	}
-	_, r := scriptpipe.Run(ctx, q.cfg.Client, send, nil)
+// step records a.outcomes, releases lost claims when a.recover, and
+// claims up to a.want groups, in one fenced script: one round trip. A
+// stale token is refused first and changes nothing.
+func (q *Queue) step(ctx context.Context, a stepArgs) (stepReply, error) {
+	_, r := scriptpipe.Run(ctx, q.cfg.Client, scriptpipe.Batch{Script: stepScript, Keys: q.stepKeys(), Args: q.stepValues(a)}, nil)
 	reply, err := r.Script.Slice()
 	if err != nil {
-		return stepped{}, fmt.Errorf("jobs: step: %w", err)
+		return stepReply{}, fmt.Errorf("jobs: step: %w", err)
 	}
-	s, count, err := parseStep(token, reply)
-	if err == nil && count > 0 {
-		var read *redis.Cmd
-		if len(r.After) > 0 && expect == s.position {
-			read = r.After[0] // else it started elsewhere (the first step, a position gone back)
-		}
-		s.claimed, err = q.readClaimed(ctx, read, s.position, count)
-	}
-	for _, e := range s.claimed {
-		e.job.Partition = q.cfg.Partition
-	}
-	return s, err
-}
-
-// stepArgs is step.lua's keys and arguments for b and claim.
-func (q *Queue) stepArgs(token int64, b batch, claim int) (keys []string, args []any) {
-	keys = []string{q.fence, q.position, q.stream, q.attempts, q.paused, q.counters, q.last, q.dead, q.claimed}
-	args = make([]any, 0, 8+7*len(b.done))
-	args = append(args, token, q.nowMillis(), claim, b.from)
-	give, what := giveNothing, any("")
-	switch {
-	case len(b.unstarted) > 0 && b.unstarted[0].single:
-		give, what = giveBackSingle, b.unstarted[0].job.ID
-	case len(b.unstarted) > 0 || b.started != nil && !b.started.single:
-		kept := 0
-		if b.started != nil {
-			kept = 1
-		}
-		give, what = giveBackBatch, kept
-	}
-	args = append(args, int(give), what)
-	forget := ""
-	for _, o := range b.done {
-		if o.e.single {
-			forget = o.e.job.ID // handed out alone: its count is in the hash
-		}
-	}
-	args = append(args, forget, len(b.done))
-	for _, o := range b.done {
-		payload, enqueued := "", ""
-		if o.cause != "" {
-			keys = append(keys, q.deadRecord(o.e.job.ID))
-			payload, enqueued = string(o.e.job.Payload), "0"
-			if t := o.e.job.EnqueuedAt; !t.IsZero() {
-				enqueued = strconv.FormatInt(t.UnixMilli(), 10)
-			}
-		}
-		args = append(args, o.e.streamID, o.e.job.ID, o.attempts, o.cause, payload, enqueued, o.e.job.Key)
-	}
-	return keys, args
-}
-
-// readClaimed returns the count entries a step claimed after position:
-// from read, the XRANGE pipelined behind the step, or when that is nil
-// from one more read.
-func (q *Queue) readClaimed(ctx context.Context, read *redis.Cmd, position string, count int) ([]*entry, error) {
-	var entries []any
-	var err error
-	if read != nil {
-		entries, err = read.Slice()
-	} else {
-		pipe := q.cfg.Client.Pipeline() // Cmdable has no Do
-		read = pipe.Do(ctx, "XRANGE", q.stream, "("+position, "+", "COUNT", count)
-		if _, err = pipe.Exec(ctx); err == nil {
-			entries, err = read.Slice()
-		}
-	}
+	s, err := parseStep(a.token, reply)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: step: read the claimed jobs: %w", err)
+		return stepReply{}, err
 	}
-	if len(entries) < count {
-		return nil, fmt.Errorf("jobs: step: %d claimed, %d read", count, len(entries))
+	if len(s.applied) != len(a.outcomes) {
+		return stepReply{}, fmt.Errorf("jobs: step: %d outcomes sent, %d answered", len(a.outcomes), len(s.applied))
 	}
-	claimed := make([]*entry, count)
-	for i := range count {
-		if claimed[i], err = parseEntry(entries[i]); err != nil {
-			return nil, err
+	for _, c := range s.claimed {
+		for i := range c.jobs {
+			c.jobs[i].Partition = q.cfg.Partition
 		}
-		claimed[i].job.Attempt = 1
 	}
-	return claimed, nil
+	return s, nil
 }
 
-// parseStep reads step.lua's reply, {record, position, claim, count,
-// [entry]} or {recordStale, fence}; count is the size of a claimed batch
-// whose entries are still to be read.
-func parseStep(token int64, reply []any) (stepped, int, error) {
-	if len(reply) == 0 {
-		return stepped{}, 0, errors.New("jobs: step: empty reply")
+// stepKeys is step.lua's KEYS, in its header's order.
+func (q *Queue) stepKeys() []string {
+	return []string{q.fence, q.ready, q.inflight, q.parked, q.attempts, q.stale, q.counters, q.last, q.dead, q.paused}
+}
+
+// stepValues is step.lua's ARGV for a.
+func (q *Queue) stepValues(a stepArgs) []any {
+	args := make([]any, 0, 10+len(a.held)+11*len(a.outcomes))
+	args = append(args, a.token, q.nowMillis(), q.groups, q.deadPrefix, a.want, a.runMax, btoi(a.recover), len(a.held))
+	for _, m := range a.held {
+		args = append(args, m)
 	}
-	rec, ok := reply[0].(int64)
-	switch {
-	case !ok:
-		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected reply %v", reply[0])
-	case record(rec) == recordStale:
-		return stepped{}, 0, fmt.Errorf("jobs: step: %w", staleError(token, reply[1:]))
-	case record(rec) > recordOrder:
-		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected reply %v", record(rec))
-	case len(reply) < 4:
-		return stepped{}, 0, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
-	}
-	s := stepped{record: record(rec), position: str(reply[1])}
-	claim, ok1 := reply[2].(int64)
-	n, ok2 := reply[3].(int64)
-	if !ok1 || !ok2 {
-		return stepped{}, 0, fmt.Errorf("jobs: step: malformed claim %v %v", reply[2], reply[3])
-	}
-	switch claimResult(claim) {
-	case claimNone, claimEmpty:
-	case claimPaused:
-		s.paused = true
-	case claimBatch:
-		return s, int(n), nil
-	case claimSingle:
-		if len(reply) < 5 {
-			return stepped{}, 0, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
+	args = append(args, len(a.outcomes))
+	for _, o := range a.outcomes {
+		x, y, z := o.endValues()
+		args = append(args, o.member, o.first, o.popped, string(o.end), x, y, z, btoi(o.uncount),
+			o.last, o.lastAttempts, len(o.dead))
+		for _, d := range o.dead {
+			args = append(args, d.index, d.attempts, d.cause)
 		}
-		e, err := parseEntry(reply[4])
+	}
+	return args
+}
+
+// endValues are the end's a, b and c in step.lua's terms.
+func (o outcome) endValues() (a, b, c any) {
+	switch o.end {
+	case endRetry:
+		return o.head, o.attempts, o.due.UnixMilli()
+	case endPark:
+		return o.head, o.attempts, o.cause
+	case endInterrupted:
+		return o.head, "", ""
+	case endStale:
+		return o.head, o.cause, staleLeaderships
+	}
+	if o.due.IsZero() {
+		return 0, "", ""
+	}
+	return o.due.UnixMilli(), "", ""
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseStep decodes step.lua's reply: {0, fence} when the token is
+// stale; else {1, applied, paused, readyNow, nextDue, k, runs...}.
+func parseStep(token int64, reply []any) (stepReply, error) {
+	if len(reply) < 2 {
+		return stepReply{}, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
+	}
+	switch code, _ := reply[0].(int64); {
+	case code == 0:
+		return stepReply{}, fmt.Errorf("jobs: step: %w", staleError(token, reply[1:]))
+	case code != 1 || len(reply) < 6:
+		return stepReply{}, fmt.Errorf("jobs: step: malformed reply %.80v", reply)
+	}
+	var s stepReply
+	for _, c := range str(reply[1]) {
+		s.applied = append(s.applied, c == '1')
+	}
+	paused, ok1 := reply[2].(int64)
+	ready, ok2 := reply[3].(int64)
+	due, ok3 := reply[4].(int64)
+	k, ok4 := reply[5].(int64)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return stepReply{}, fmt.Errorf("jobs: step: malformed reply %.80v", reply)
+	}
+	s.paused, s.readyNow = paused == 1, int(ready)
+	if due >= 0 {
+		s.nextDue = time.UnixMilli(due)
+	}
+	rest := reply[6:]
+	for range k {
+		c, n, err := parseClaim(rest)
 		if err != nil {
-			return stepped{}, 0, err
+			return stepReply{}, err
 		}
-		e.job.Attempt, e.single = int(n), true
-		s.claimed = []*entry{e}
-	default:
-		return stepped{}, 0, fmt.Errorf("jobs: step: unexpected claim reply %d", claim)
+		s.claimed = append(s.claimed, c)
+		rest = rest[n:]
 	}
-	return s, 0, nil
+	return s, nil
 }
 
-// parseEntry reads one stream entry, {streamID, {field, value, ...}}.
-func parseEntry(v any) (*entry, error) {
-	pair, ok := v.([]any)
-	if !ok || len(pair) != 2 {
-		return nil, fmt.Errorf("jobs: step: malformed entry %v", v)
+// parseClaim decodes one claimed run, {member, attempt, count, count
+// entries}, at the start of r, and says how many items it took.
+func parseClaim(r []any) (claim, int, error) {
+	if len(r) < 3 {
+		return claim{}, 0, errors.New("jobs: step: a claimed run is cut short")
 	}
-	fields, _ := pair[1].([]any)
-	e := &entry{streamID: str(pair[0])}
-	e.job.ID = e.streamID // an entry added by hand without an id is known by its stream ID
-	for i := 0; i+1 < len(fields); i += 2 {
-		switch v := str(fields[i+1]); str(fields[i]) {
-		case "id":
-			e.job.ID = v
-		case "payload":
-			e.job.Payload = []byte(v)
-		case "key":
-			e.job.Key = v
-		case "enqueued_at":
-			e.job.EnqueuedAt = millisTime(v)
+	attempt, ok1 := r[1].(int64)
+	count, ok2 := r[2].(int64)
+	if !ok1 || !ok2 || count < 1 || len(r) < 3+int(count) {
+		return claim{}, 0, fmt.Errorf("jobs: step: malformed claimed run %.80v", r)
+	}
+	c := claim{member: str(r[0]), jobs: make([]Job, count)}
+	for i := range c.jobs {
+		job, _, err := decodeEntry(str(r[3+i]))
+		if err != nil {
+			return claim{}, 0, fmt.Errorf("jobs: step: group %s: %w", c.member, err)
 		}
+		job.Attempt = 1
+		c.jobs[i] = job
 	}
-	return e, nil
-}
-
-// orderError is the errOrder of a step whose outcomes were not the
-// entries after the store's position.
-func orderError(done []outcome, position string) error {
-	first, last := done[0].e, done[len(done)-1].e
-	return fmt.Errorf("%w: recording %d job(s), %s (stream ID %s) to %s (stream ID %s), with committed position %s",
-		errOrder, len(done), first.job.ID, first.streamID, last.job.ID, last.streamID, position)
+	c.jobs[0].Attempt = int(attempt)
+	return c, 3 + int(count), nil
 }

@@ -2,20 +2,23 @@
 // keeps in Redis for one LOCK_KEY, and nothing else names them: the lock,
 // the queue, the fleet registry, the history and the operator's side take
 // their names from here, so the layout is read (and changed) in one place.
+// The layout below is the only description of it: the queue's package and
+// its scripts point here, and a test holds them to it.
 //
 // A Base is one LOCK_KEY, with its Redis hash tag (TaggedKey): it names
 // the fleet-level keys. A Lease is the keyspace of one lease: the lock,
 // its fencing epoch and fence, its release channel and its job queue.
-// Base.Lease is the one lease of today's lockworker.
+// Base.Lease is the lease of a fleet with one partition, Base.Partition
+// the lease of each partition of a fleet with more.
 //
 // # Guarantees
 //
 //   - Every name of a Base, and of the Lease it returns, starts with the
 //     tagged key and carries its hash tag, so they all share one Redis
-//     Cluster slot and every multi-key script runs under Cluster.
-//   - The names below are the ones every released version uses. From the
-//     first release on, a change to them ships with its migration (see
-//     CHANGELOG.md).
+//     Cluster slot and every multi-key script runs under Cluster. A
+//     partition's names share a tag of their own (Base.Partition).
+//   - From the first release on, a change to these names ships with its
+//     migration (see CHANGELOG.md).
 //
 // # Not guaranteed
 //
@@ -25,22 +28,28 @@
 // # Layout
 //
 // For LOCK_KEY k, K is TaggedKey(k) ("{k}" unless k carries a tag of its
-// own). Fleet-level names (Base), on the first node (where the epoch and
-// the queue live):
+// own). L is a lease's lock key: K itself for Base.Lease (one partition),
+// K with ":p<n>" added inside its tag for partition n of more
+// ("{lockworker:leader:p3}"). J is L:jobs, the lease's job queue.
 //
+// Fleet-level names (Base), on the first node (where the epoch and the
+// queue live):
+//
+//	K:partitions         the fleet's PARTITIONS, set by the first replica; a
+//	                     replica or command configured otherwise is refused
 //	K:replicas           sorted set: worker ID -> its record's expiry (unix ms)
 //	K:replica:<worker>   one replica's record (JSON), PX a few refresh periods
 //	K:fleet              pub/sub channel: a record changed (who, in which state)
 //	K:history            capped stream of leaderships (token, worker, start, how
 //	                     the previous one ended)
-//	K:history:ended      hash: how the last leadership that ended on purpose
-//	                     ended (token, worker, reason, at)
-//	K:stepdown           the token an operator asked to step down, PX
+//	K:history:ended      hash: how the last leadership of the lease that ended
+//	                     on purpose ended (token, worker, reason, at); with
+//	                     partitions K:history:ended:p<n>, still under K's tag
 //	K:control            pub/sub channel: an operator changed something
 //	                     (step down, pause, resume); listeners re-read it
 //
-// One lease's names (Lease; today's lease has L = K). The lock lives on
-// every lock node; the rest on the epoch authority (the first node):
+// One lease's names (Lease). The lock lives on every lock node; the rest
+// on the epoch authority (the first node):
 //
 //	L                    the lock: "<secret>:<token>:<worker>", PX TTL; the
 //	                     secret is random (>= 128 bits), token and worker are
@@ -52,17 +61,39 @@
 //	                     bump minted, or the epoch an operator raised (one
 //	                     lock node fences on L:epoch instead)
 //	L:released           pub/sub channel; a release publishes the worker ID on it
-//	L:jobs:stream        stream of pending jobs
-//	L:jobs:position      stream ID of the last finished entry
-//	L:jobs:attempts      hash: job ID -> deliveries, for a job delivered again
-//	L:jobs:claimed       the last claim not yet finished
-//	L:jobs:counters      hash: committed, dead_lettered
-//	L:jobs:last          hash: the last committed job
-//	L:jobs:dead          sorted set of dead job IDs by failure time
-//	L:jobs:dead:<id>     hash: one dead letter
-//	L:jobs:paused        present while an operator has paused the queue
-//	L:jobs:enqueued      pub/sub channel: a job was enqueued (or the queue resumed)
+//	L:stepdown           the token an operator asked to step down, PX
+//	J:g:<member>         list: one group's unfinished jobs, in enqueue order, each
+//	                     an entry "1 <id> <enqueued ms>[ <field>...]\n<key>\n<payload>";
+//	                     the head is the next job, or the first of the run in
+//	                     flight. A group is a key's jobs ("k:<key>"), the keyless
+//	                     jobs of a queue with one partition ("s"), or one keyless
+//	                     job of a partitioned queue ("j:<id>")
+//	J:ready              sorted set: member -> the time (unix ms) from which the
+//	                     group may run: its head's enqueue time, or a retry's due
+//	                     time while it backs off
+//	J:inflight           hash: member -> "<token> <first job ID> <count> <head's
+//	                     enqueued ms>": the group's first count jobs, claimed by
+//	                     the leader with that token
+//	J:parked             hash: member -> JSON (jobId, attempts, error, parkedAt,
+//	                     token): the group is held until an operator retries or
+//	                     skips its first job
+//	J:attempts           hash: job ID -> deliveries counted so far, for a job
+//	                     delivered more than once, failed, or lost with its leader
+//	J:stale              hash: job ID -> "<count> <token>": how many leaderships
+//	                     in a row the job's store answered "stale token", and the
+//	                     last one's token
+//	J:counters           hash: pending, committed, dead_lettered, retries (totals)
+//	J:last               hash: the last committed job (id, token, attempts,
+//	                     committed_at)
+//	J:dead               sorted set of dead job IDs by failure time (ms)
+//	J:dead:<id>          hash: one dead letter (id, entry, member, error, attempts,
+//	                     failed_at, token; a skipped one also skipped_by, reason)
+//	J:paused             present (value: unix ms) while an operator has paused the
+//	                     queue
+//	J:enqueued           pub/sub channel: a job was enqueued (its ID), the queue
+//	                     resumed ("resume"), a parked group released ("release")
 //
-// Package jobs documents what each queue key holds; package redislock the
-// lock's.
+// A group's list is non-empty exactly when its member is in one, and only
+// one, of J:ready, J:inflight and J:parked. Package jobs says what it
+// does with them; package redislock what it does with the lock's.
 package keyspace

@@ -2,8 +2,11 @@ package keyspace
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockworker/lockworker/internal/testkit/layout"
 )
 
 // TestNamesStay holds every name of the default LOCK_KEY as released
@@ -27,14 +30,18 @@ func TestNamesStay(t *testing.T) {
 		{l.EpochLast(), "{lockworker:leader}:epoch:last"},
 		{l.Fence(), "{lockworker:leader}:epoch:fence"},
 		{l.ReleasedChannel(), "{lockworker:leader}:released"},
-		{l.Stream(), "{lockworker:leader}:jobs:stream"},
-		{l.Position(), "{lockworker:leader}:jobs:position"},
+		{l.Group("k:a"), "{lockworker:leader}:jobs:g:k:a"},
+		{l.GroupPrefix(), "{lockworker:leader}:jobs:g:"},
+		{l.Ready(), "{lockworker:leader}:jobs:ready"},
+		{l.InFlight(), "{lockworker:leader}:jobs:inflight"},
+		{l.Parked(), "{lockworker:leader}:jobs:parked"},
 		{l.Attempts(), "{lockworker:leader}:jobs:attempts"},
-		{l.Claimed(), "{lockworker:leader}:jobs:claimed"},
+		{l.Stale(), "{lockworker:leader}:jobs:stale"},
 		{l.Counters(), "{lockworker:leader}:jobs:counters"},
 		{l.Last(), "{lockworker:leader}:jobs:last"},
 		{l.Dead(), "{lockworker:leader}:jobs:dead"},
 		{l.DeadLetter("01J"), "{lockworker:leader}:jobs:dead:01J"},
+		{l.DeadLetterPrefix(), "{lockworker:leader}:jobs:dead:"},
 		{l.Paused(), "{lockworker:leader}:jobs:paused"},
 		{l.EnqueuedChannel(), "{lockworker:leader}:jobs:enqueued"},
 	} {
@@ -53,8 +60,8 @@ func TestOneSlot(t *testing.T) {
 		tag := HashTag(b.Key())
 		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(),
 			l.HistoryEnded(), l.StepDown(), b.ControlChannel(), b.Partitions(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
-			l.ReleasedChannel(), l.Stream(), l.Position(), l.Attempts(), l.Claimed(), l.Counters(), l.Last(),
-			l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
+			l.ReleasedChannel(), l.Group("k:x"), l.Ready(), l.InFlight(), l.Parked(), l.Attempts(), l.Stale(),
+			l.Counters(), l.Last(), l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
 			if tag == "" || HashTag(name) != tag || !strings.HasPrefix(name, b.Key()) {
 				t.Errorf("LOCK_KEY %q: %q has tag %q, want %q under %q", k, name, HashTag(name), tag, b.Key())
 			}
@@ -100,11 +107,11 @@ func ExampleBase() {
 	b := MustNew("lockworker:leader")
 	fmt.Println(b.Replicas())
 	fmt.Println(b.Lease().Epoch())
-	fmt.Println(b.Lease().Stream())
+	fmt.Println(b.Lease().Ready())
 	// Output:
 	// {lockworker:leader}:replicas
 	// {lockworker:leader}:epoch
-	// {lockworker:leader}:jobs:stream
+	// {lockworker:leader}:jobs:ready
 }
 
 // With one partition a partition's names are the Base's lease's; with more,
@@ -127,7 +134,7 @@ func TestPartitions(t *testing.T) {
 				t.Fatalf("%q partition %d: tag %q used twice", k, n, tag)
 			}
 			tags[tag] = true
-			for _, name := range []string{l.Epoch(), l.Fence(), l.ReleasedChannel(), l.Stream(), l.StepDown(),
+			for _, name := range []string{l.Epoch(), l.Fence(), l.ReleasedChannel(), l.Ready(), l.Group("k:x"), l.StepDown(),
 				l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
 				if HashTag(name) != tag {
 					t.Errorf("%q partition %d: %q has tag %q, want %q", k, n, name, HashTag(name), tag)
@@ -141,11 +148,69 @@ func TestPartitions(t *testing.T) {
 	l := MustNew("lockworker:leader").Partition(3, 8)
 	for _, tt := range []struct{ got, want string }{
 		{l.Lock(), "{lockworker:leader:p3}"},
-		{l.Stream(), "{lockworker:leader:p3}:jobs:stream"},
+		{l.Ready(), "{lockworker:leader:p3}:jobs:ready"},
 		{l.HistoryEnded(), "{lockworker:leader}:history:ended:p3"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %s, want %s", tt.got, tt.want)
 		}
+	}
+}
+
+// TestLayoutIsTheCode holds the layout in doc.go, the one description of
+// the keys, to the names this package makes: every name written there is
+// one a method returns, and every method's name is written there.
+func TestLayoutIsTheCode(t *testing.T) {
+	b := MustNew("lockworker:leader")
+	one, l := b.Lease(), b.Partition(3, 8) // L is K, and L is not K
+	code := map[string]string{
+		"K:partitions":       b.Partitions(),
+		"K:replicas":         b.Replicas(),
+		"K:replica:<worker>": b.Replica("w-1"),
+		"K:fleet":            b.FleetChannel(),
+		"K:history":          b.History(),
+		"K:history:ended":    one.HistoryEnded(),
+		"K:control":          b.ControlChannel(),
+		"L":                  l.Lock(),
+		"L:epoch":            l.Epoch(),
+		"L:epoch:last":       l.EpochLast(),
+		"L:epoch:fence":      l.Fence(),
+		"L:released":         l.ReleasedChannel(),
+		"L:stepdown":         l.StepDown(),
+		"J:g:<member>":       l.Group("k:a"),
+		"J:ready":            l.Ready(),
+		"J:inflight":         l.InFlight(),
+		"J:parked":           l.Parked(),
+		"J:attempts":         l.Attempts(),
+		"J:stale":            l.Stale(),
+		"J:counters":         l.Counters(),
+		"J:last":             l.Last(),
+		"J:dead":             l.Dead(),
+		"J:dead:<id>":        l.DeadLetter("01J"),
+		"J:paused":           l.Paused(),
+		"J:enqueued":         l.EnqueuedChannel(),
+	}
+	names, err := layout.Read("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]string{"worker": "w-1", "member": "k:a", "id": "01J"}
+	for _, name := range names {
+		want, ok := code[name]
+		if !ok {
+			t.Errorf("doc.go names %s, which no method of this package returns", name)
+			continue
+		}
+		if got := layout.Expand(name, b.Key(), l.Lock(), vals); got != want {
+			t.Errorf("doc.go's %s is %s; the code names it %s", name, got, want)
+		}
+	}
+	for name := range code {
+		if !slices.Contains(names, name) {
+			t.Errorf("%s is missing from doc.go's layout", name)
+		}
+	}
+	if got := l.HistoryEnded(); got != b.Key()+":history:ended:p3" {
+		t.Errorf("a partition's HistoryEnded is %s", got)
 	}
 }

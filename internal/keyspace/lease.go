@@ -33,23 +33,41 @@ func (l Lease) Fence() string { return l.key + ":epoch:fence" }
 // releasing worker ID.
 func (l Lease) ReleasedChannel() string { return l.key + ":released" }
 
-// jobs is the start of every name of the lease's job queue.
+// jobs is the start of every name of the lease's job queue (J in the
+// layout).
 func (l Lease) jobs(name string) string { return l.key + ":jobs:" + name }
 
-// Stream is the job queue's stream of pending jobs.
-func (l Lease) Stream() string { return l.jobs("stream") }
+// Group is the list of one group's unfinished jobs, in order: member is
+// the group's name in Ready, InFlight and Parked (package jobs makes it).
+func (l Lease) Group(member string) string { return l.GroupPrefix() + member }
 
-// Position is the stream ID of the last finished (committed or
-// dead-lettered) job.
-func (l Lease) Position() string { return l.jobs("position") }
+// GroupPrefix is what every Group name starts with: the scripts that
+// find groups by member build their lists' names from it.
+func (l Lease) GroupPrefix() string { return l.jobs("g:") }
 
-// Attempts is the hash of deliveries per job ID, for jobs delivered again.
+// Ready is the sorted set of the groups that may run: member -> the time
+// (unix ms) from which it may.
+func (l Lease) Ready() string { return l.jobs("ready") }
+
+// InFlight is the hash of the groups a leader has claimed: member -> the
+// claim.
+func (l Lease) InFlight() string { return l.jobs("inflight") }
+
+// Parked is the hash of the groups held until an operator decides:
+// member -> why (JSON).
+func (l Lease) Parked() string { return l.jobs("parked") }
+
+// Attempts is the hash of deliveries per job ID, for jobs delivered again
+// (or failed).
 func (l Lease) Attempts() string { return l.jobs("attempts") }
 
-// Claimed is the last claim not yet finished.
-func (l Lease) Claimed() string { return l.jobs("claimed") }
+// Stale is the hash of the jobs whose store answered "stale token":
+// job ID -> how many leaderships in a row met it, and the last one's
+// token.
+func (l Lease) Stale() string { return l.jobs("stale") }
 
-// Counters is the hash of the queue's totals (committed, dead_lettered).
+// Counters is the hash of the queue's totals (pending, committed,
+// dead_lettered, retries).
 func (l Lease) Counters() string { return l.jobs("counters") }
 
 // Last is the hash describing the last committed job.
@@ -59,7 +77,11 @@ func (l Lease) Last() string { return l.jobs("last") }
 func (l Lease) Dead() string { return l.jobs("dead") }
 
 // DeadLetter is the record of the dead job id.
-func (l Lease) DeadLetter(id string) string { return l.jobs("dead:" + id) }
+func (l Lease) DeadLetter(id string) string { return l.DeadLetterPrefix() + id }
+
+// DeadLetterPrefix is what every DeadLetter name starts with, for the
+// scripts that dead-letter jobs they find.
+func (l Lease) DeadLetterPrefix() string { return l.jobs("dead:") }
 
 // Paused is present while an operator has paused the queue.
 func (l Lease) Paused() string { return l.jobs("paused") }

@@ -26,11 +26,27 @@ type StateInfo struct {
 	Entry []string `json:"entry,omitempty"`
 }
 
+// Kind is what a trigger accepted in a state does: a transition, or
+// nothing (ignored). It is written as its name in JSON.
+type Kind int
+
 // The kinds of TransitionInfo.
 const (
-	KindTransition = "transition" // leaves From for To
-	KindIgnored    = "ignored"    // accepted and dropped: nothing happens
+	KindTransition Kind = iota // leaves From for To
+	KindIgnored                // accepted and dropped: nothing happens
 )
+
+var kindNames = [...]string{KindTransition: "transition", KindIgnored: "ignored"}
+
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return fmt.Sprintf("Kind(%d)", int(k))
+	}
+	return kindNames[k]
+}
+
+// MarshalText writes k as its name, as the description's JSON shows it.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // TransitionInfo is one trigger accepted in one state.
 type TransitionInfo struct {
@@ -39,7 +55,7 @@ type TransitionInfo struct {
 	To      string `json:"to"`
 	Trigger string `json:"trigger"`
 	// Kind is KindTransition or KindIgnored.
-	Kind string `json:"kind"`
+	Kind Kind `json:"kind"`
 	// Actions are entry actions of To that run only on this trigger,
 	// e.g. startWork on LOCK_ACQUIRED.
 	Actions []string `json:"actions,omitempty"`

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestDescribeChart(t *testing.T) {
 // every node and edge line of stateless's own DOT is the one the
 // Description implies, and there is no other.
 func TestDescriptionMatchesDOT(t *testing.T) {
-	dot, err := Chart("dot")
+	dot, err := Chart(FormatDOT)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +144,17 @@ func TestRoutine(t *testing.T) {
 				t.Errorf("Routine(%v, %v) = %v", s, tr, got)
 			}
 		}
+	}
+}
+
+// TestKindNames: a Kind prints and marshals as its name, so the
+// description's JSON says "transition" or "ignored".
+func TestKindNames(t *testing.T) {
+	b, err := json.Marshal(TransitionInfo{From: "a", To: "a", Trigger: "T", Kind: KindIgnored})
+	if err != nil || !strings.Contains(string(b), `"kind":"ignored"`) {
+		t.Fatalf("JSON %s (%v)", b, err)
+	}
+	if KindTransition.String() != "transition" || Kind(9).String() != "Kind(9)" {
+		t.Fatalf("names %q, %q", KindTransition, Kind(9))
 	}
 }

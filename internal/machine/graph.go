@@ -8,32 +8,65 @@ import (
 	"github.com/qmuntal/stateless"
 )
 
-// Graph renders the chart as "dot" (stateless's ToGraph) or "mermaid" (a
+// Format is a way Graph can draw the chart.
+type Format int
+
+// The graph formats.
+const (
+	FormatDOT     Format = iota // Graphviz DOT, as stateless's ToGraph writes it
+	FormatMermaid               // a Mermaid stateDiagram-v2
+)
+
+var formatNames = [...]string{FormatDOT: "dot", FormatMermaid: "mermaid"}
+
+// String is the format's name, as lockworker graph --format takes it.
+func (f Format) String() string {
+	if f < 0 || int(f) >= len(formatNames) {
+		return fmt.Sprintf("Format(%d)", int(f))
+	}
+	return formatNames[f]
+}
+
+// MarshalText writes f as its name.
+func (f Format) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText reads a format by its name, dot or mermaid.
+func (f *Format) UnmarshalText(text []byte) error {
+	for i, name := range formatNames {
+		if string(text) == name {
+			*f = Format(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("want dot or mermaid, got %q", string(text))
+}
+
+// Graph renders the chart as DOT (stateless's ToGraph) or Mermaid (a
 // stateDiagram-v2 written from the Description). Both come from the chart
 // declaration (Machine.chart) that configures the machine, so neither can
 // disagree with it. Graph configures a fresh stateless machine from that
 // declaration, so it never reads the running machine and is safe at any
 // time; the graph always starts in idle.
-func (m *Machine) Graph(format string) (string, error) {
+func (m *Machine) Graph(format Format) (string, error) {
 	c := m.chart()
 	sm := stateless.NewStateMachine(c.initial)
 	m.configure(sm)
 	// Entry actions are method values, which the runtime names "acquire-fm".
 	dot := strings.ReplaceAll(sm.ToGraph(), "-fm", "")
 	switch format {
-	case "dot":
+	case FormatDOT:
 		return dot, nil
-	case "mermaid":
+	case FormatMermaid:
 		return mermaid(c.describe()), nil
 	default:
-		return "", fmt.Errorf("machine: unknown graph format %q (want dot or mermaid)", format)
+		return "", fmt.Errorf("machine: unknown graph format %v (want dot or mermaid)", format)
 	}
 }
 
 // Chart renders the chart for `lockworker graph`, which has no Redis: a
 // graph only names the machine's methods, never calls them, so a zero
 // Machine draws the same chart as a running one.
-func Chart(format string) (string, error) {
+func Chart(format Format) (string, error) {
 	return new(Machine).Graph(format)
 }
 

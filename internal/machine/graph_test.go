@@ -15,12 +15,12 @@ var update = flag.Bool("update", false, "rewrite testdata/chart.dot and chart.mm
 // change to the chart shows up as a diff here (go test -update to accept
 // it).
 func TestGraphGolden(t *testing.T) {
-	for format, file := range map[string]string{"dot": "chart.dot", "mermaid": "chart.mmd"} {
-		t.Run(format, func(t *testing.T) { golden(t, format, file) })
+	for format, file := range map[Format]string{FormatDOT: "chart.dot", FormatMermaid: "chart.mmd"} {
+		t.Run(format.String(), func(t *testing.T) { golden(t, format, file) })
 	}
 }
 
-func golden(t *testing.T, format, file string) {
+func golden(t *testing.T, format Format, file string) {
 	t.Helper()
 	got, err := Chart(format)
 	if err != nil {
@@ -37,12 +37,12 @@ func golden(t *testing.T, format, file string) {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("Graph(%q) differs from %s (go test -update to accept):\n%s", format, golden, got)
+		t.Errorf("Graph(%v) differs from %s (go test -update to accept):\n%s", format, golden, got)
 	}
 }
 
 func TestGraphMermaid(t *testing.T) {
-	got, err := Chart("mermaid")
+	got, err := Chart(FormatMermaid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,16 +78,29 @@ func TestGraphMermaid(t *testing.T) {
 	}
 }
 
-func TestGraphUnknownFormat(t *testing.T) {
-	if _, err := Chart("svg"); err == nil || !strings.Contains(err.Error(), `unknown graph format "svg"`) {
-		t.Errorf("Chart(svg) error = %v", err)
+// TestGraphFormats: a format is read and written by its name; an unknown
+// name is refused with the two there are, and so is a Format out of range.
+func TestGraphFormats(t *testing.T) {
+	for _, f := range []Format{FormatDOT, FormatMermaid} {
+		var back Format
+		text, err := f.MarshalText()
+		if err != nil || back.UnmarshalText(text) != nil || back != f {
+			t.Errorf("%v: marshalled %q (%v), read back %v", f, text, err, back)
+		}
+	}
+	var f Format
+	if err := f.UnmarshalText([]byte("svg")); err == nil || err.Error() != `want dot or mermaid, got "svg"` {
+		t.Errorf("UnmarshalText(svg) = %v", err)
+	}
+	if _, err := Chart(Format(7)); err == nil || !strings.Contains(err.Error(), "unknown graph format Format(7)") {
+		t.Errorf("Chart(Format(7)) error = %v", err)
 	}
 }
 
 // TestGraphWhileRunning: Graph builds its own stateless machine, so it is
 // safe (and the same) while Run is firing; -race checks the first claim.
 func TestGraphWhileRunning(t *testing.T) {
-	want, err := Chart("dot")
+	want, err := Chart(FormatDOT)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +108,7 @@ func TestGraphWhileRunning(t *testing.T) {
 		h := newHarness(t)
 		h.start(t.Context())
 		for range 3 {
-			got, err := h.m.Graph("dot")
+			got, err := h.m.Graph(FormatDOT)
 			if err != nil || got != want {
 				t.Fatalf("Graph while running differs from Chart (err %v)", err)
 			}

@@ -51,7 +51,8 @@ type Config struct {
 
 // Operator carries out operators' requests. Safe for concurrent use.
 type Operator struct {
-	cfg Config
+	cfg    Config
+	router *jobs.Router // finds a key's partition for Retry and Skip
 }
 
 // New validates cfg and returns an Operator.
@@ -78,7 +79,11 @@ func New(cfg Config) (*Operator, error) {
 	if cfg.Resend <= 0 {
 		cfg.Resend = 500 * time.Millisecond
 	}
-	return &Operator{cfg: cfg}, nil
+	r, err := jobs.NewRouter(cfg.Queues, cfg.Client, false)
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	return &Operator{cfg: cfg, router: r}, nil
 }
 
 // Handover is what a step-down did.
@@ -200,14 +205,24 @@ func (o *Operator) Resume(ctx context.Context, p int) error {
 	return nil
 }
 
-// Requeue moves the dead letter id back to its partition's queue as a new
-// job and returns its ID; jobs.ErrNotFound when id is no dead letter of
-// any partition.
+// Requeue moves the dead letter id back to the head of its key in its
+// partition's queue (jobs.Queue.Requeue) as a new job and returns its ID;
+// jobs.ErrNotFound when id is no dead letter of any partition.
 func (o *Operator) Requeue(ctx context.Context, id string) (string, error) {
+	return o.requeue(ctx, id, (*jobs.Queue).Requeue)
+}
+
+// RequeueTail is Requeue to the tail of the key (jobs.Queue.RequeueTail),
+// after the jobs enqueued since: the key's order does not hold for it.
+func (o *Operator) RequeueTail(ctx context.Context, id string) (string, error) {
+	return o.requeue(ctx, id, (*jobs.Queue).RequeueTail)
+}
+
+func (o *Operator) requeue(ctx context.Context, id string, fn func(*jobs.Queue, context.Context, string) (string, error)) (string, error) {
 	var newID string
 	var err error
 	for _, q := range o.cfg.Queues {
-		if newID, err = q.Requeue(ctx, id); !errors.Is(err, jobs.ErrNotFound) {
+		if newID, err = fn(q, ctx, id); !errors.Is(err, jobs.ErrNotFound) {
 			break
 		}
 	}
@@ -216,6 +231,31 @@ func (o *Operator) Requeue(ctx context.Context, id string) (string, error) {
 	}
 	o.announce(ctx, "requeue")
 	return newID, nil
+}
+
+// Parked lists every partition's parked keys, longest parked first.
+func (o *Operator) Parked(ctx context.Context) ([]jobs.ParkedKey, error) { return o.router.Parked(ctx) }
+
+// Retry runs the failing job of the parked key ref names again, with
+// fresh attempts (jobs.Queue.Retry), and returns its ID;
+// jobs.ErrNotParked when no partition has it parked.
+func (o *Operator) Retry(ctx context.Context, ref jobs.Ref) (string, error) {
+	id, err := o.router.Retry(ctx, ref)
+	if err == nil {
+		o.announce(ctx, "retry")
+	}
+	return id, err
+}
+
+// Skip moves the failing job of the parked key ref names to the dead
+// letters, recorded as skipped by by for reason, and releases the key's
+// held jobs (jobs.Queue.Skip); it returns the job's ID.
+func (o *Operator) Skip(ctx context.Context, ref jobs.Ref, by, reason string) (string, error) {
+	id, err := o.router.Skip(ctx, ref, by, reason)
+	if err == nil {
+		o.announce(ctx, "skip")
+	}
+	return id, err
 }
 
 // check refuses a partition the fleet does not have.

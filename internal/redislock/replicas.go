@@ -259,7 +259,7 @@ func (l *Locker) waitBatch(s *redis.Script, keys []string, args []any, want int,
 		b.Before = [][]any{{"INFO", "replication"}}
 	}
 	if want > 0 {
-		b.After = [][]any{{"WAIT", want, l.waitTimeout.Milliseconds()}}
+		b.After = [][]any{replicas.WaitCommand(want, l.waitTimeout)}
 	}
 	return b
 }

@@ -20,7 +20,14 @@ type Doer interface {
 // Wait sends (or queues) WAIT want on p, bounded by timeout: p must be
 // the write's own connection, or a pipeline on it.
 func Wait(ctx context.Context, p Doer, want int, timeout time.Duration) *redis.Cmd {
-	return p.Do(ctx, "WAIT", want, timeout.Milliseconds())
+	return p.Do(ctx, WaitCommand(want, timeout)...)
+}
+
+// WaitCommand is the WAIT command's arguments, for a round trip that is
+// built as data (package scriptpipe): want acknowledgements within
+// timeout.
+func WaitCommand(want int, timeout time.Duration) []any {
+	return []any{"WAIT", want, timeout.Milliseconds()}
 }
 
 // ShortError is a WAIT that fell short: fewer replicas acknowledged the

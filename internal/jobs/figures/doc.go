@@ -4,7 +4,8 @@
 // the dashboard and the metrics show them: Partition. Package jobs reads
 // the figures from Redis (jobs.Queue.Stats, jobs.Router.PartitionStats).
 //
-// It is a package of its own, importing nothing, so that the HTTP API can
-// name the figures without importing the queue: the test rigs decode
-// /status, and the queue's own tests use those rigs.
+// It is a package of its own, importing nothing, so that the document of
+// /status (package statusdoc) can name the figures without importing the
+// queue: the test rigs decode /status, and the queue's own tests use
+// those rigs.
 package figures

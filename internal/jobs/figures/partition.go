@@ -14,8 +14,8 @@ type Partition struct {
 }
 
 // Sum is the fleet's figures over its partitions' (by partition): the
-// counts summed, the oldest pending job the oldest of all, the epoch the
-// highest, paused when any partition is.
+// counts summed, the oldest pending job and parked key the oldest of all,
+// the epoch the highest, paused when any partition is.
 func Sum(parts []Queue) Queue {
 	var sum Queue
 	for _, s := range parts {
@@ -25,6 +25,10 @@ func Sum(parts []Queue) Queue {
 		sum.Epoch = max(sum.Epoch, s.Epoch)
 		sum.Paused = sum.Paused || s.Paused
 		sum.OldestPendingMs = max(sum.OldestPendingMs, s.OldestPendingMs)
+		sum.InFlight += s.InFlight
+		sum.Parked += s.Parked
+		sum.OldestParkedMs = max(sum.OldestParkedMs, s.OldestParkedMs)
+		sum.Retries += s.Retries
 	}
 	return sum
 }

@@ -210,8 +210,10 @@ func (c *Cluster) startWorker(s *slot) error {
 		"JOB_HANDLER=exec",
 		"JOB_COMMAND=" + c.cfg.Writer,
 		// Interrupted deliveries count as attempts; a job must never be
-		// dead-lettered merely because faults kept hitting it.
+		// parked merely because faults kept hitting it. Its key's retries
+		// keep the pace the suite's liveness figures were taken at.
 		"JOB_MAX_ATTEMPTS=100000",
+		"JOB_RETRY_BASE=100ms", "JOB_RETRY_MAX=5s",
 		"JOB_BATCH=" + strconv.Itoa(c.cfg.Batch),
 		"PARTITIONS=" + strconv.Itoa(c.cfg.Partitions),
 		"LOG_LEVEL=debug",
@@ -242,7 +244,8 @@ func (c *Cluster) Queue() (*jobs.Queue, error) {
 func (c *Cluster) Router() (*jobs.Router, error) {
 	queues := make([]*jobs.Queue, c.cfg.Partitions)
 	for p := range queues {
-		q, err := jobs.New(jobs.Config{Client: c.nodes[0].client, Keys: keys.Partition(p, c.cfg.Partitions), Partition: p})
+		q, err := jobs.New(jobs.Config{Client: c.nodes[0].client, Keys: keys.Partition(p, c.cfg.Partitions), Partition: p,
+			Partitions: c.cfg.Partitions})
 		if err != nil {
 			return nil, err
 		}

@@ -5,9 +5,10 @@
 // # Set-up
 //
 // A Coordinator serves a fencecheck.Store on loopback. Three replicas run
-// with JOB_HANDLER=exec and JOB_BATCH (ClusterConfig.Batch, the daemon's
-// default unless set, so the history is judged by fencecheck.CheckBatch,
-// which allows a new leader to redo its predecessor's lost batch); their
+// with JOB_HANDLER=exec, the daemon's JOB_CONCURRENCY, and JOB_BATCH
+// (ClusterConfig.Batch, the daemon's default unless set, so the history
+// is judged by fencecheck.CheckPartitions, which allows a new leader to
+// redo the last run of each key its predecessor lost); their
 // JOB_COMMAND is a writer (RunWriter, built
 // as cmd/chaoswriter) that reports a Begin, works for
 // a moment, and posts (worker, token, job ID, sequence number) to the
@@ -25,8 +26,10 @@
 // per partition, cycled) and Config.Backlog jobs are kept queued in each
 // partition; the writer reports its partition and key, the store fences
 // each partition on its own, and the history is judged by
-// fencecheck.CheckPartitions (order per partition and per key, fencing per
-// partition, no job under another partition's token). A fault aimed at
+// fencecheck.CheckPartitions (order per key, fencing per partition over
+// all its keys, no job under another partition's token). With one
+// partition the jobs have no key: one serial queue, judged in enqueue
+// order. A fault aimed at
 // "the leader" picks one partition's leader at random and waits for that
 // partition to move; pexpire expires that partition's lock.
 //

@@ -57,8 +57,8 @@ type Summary struct {
 	// Partitions is PARTITIONS, Keys the ordering keys the jobs used (0
 	// without partitions).
 	Partitions, Keys int
-	// Batch is the replicas' JOB_BATCH, which CheckBatch allows a new
-	// leader to redo.
+	// Batch is the replicas' JOB_BATCH: the run of a key a new leader
+	// may redo (fencecheck.CheckPartitions).
 	Batch         int
 	ByKind        map[Kind]*KindStats
 	Jobs          int
@@ -215,7 +215,7 @@ func (s *Summary) record(k Kind, onLeader bool, back time.Duration) {
 // partitions, of each partition's leader) and the worst gap between
 // accepted writes during the fault phase.
 func (s *Summary) summarize(h []fencecheck.Record, jobs []fencecheck.Job, phase, phaseEnd time.Time) {
-	s.Violations = fencecheck.CheckPartitions(h, jobs, s.Batch)
+	s.Violations = fencecheck.CheckPartitions(h, jobs, s.Partitions, s.Batch)
 	var prev *fencecheck.Record
 	tokenOf := map[int]int64{} // partition -> token of its last accepted write
 	for i := range h {
