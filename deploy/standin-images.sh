@@ -18,13 +18,15 @@
 #   docker-compose up --no-build --scale worker=3
 #
 # Needs docker, make, go (with the module cache or a module proxy),
-# redis-server and redis-cli (Debian: apt-get install redis-server), ldd
+# redis-server and redis-cli (on PATH or bin/: make redis-server), ldd
 # and GNU tar. CA_BUNDLE names the machine's CA certificates (default
 # Debian's /etc/ssl/certs/ca-certificates.crt). Every stand-in image
 # carries the label org.lockworker.standin=true.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# As the Makefile: bin/ first, where make links bin/redis-server.
+export PATH="$root/bin:$PATH"
 runtime_image=lockworker/standin-distroless-static:nonroot
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -134,7 +136,13 @@ redis_image() {
 		return
 	fi
 	local fs=$work/redis tarball=$work/redis.tar
-	local server cli sh
+	local server cli sh tool
+	for tool in redis-server redis-cli; do
+		if ! command -v "$tool" >/dev/null; then
+			echo "standin-images.sh: no $tool on PATH or in bin/; make redis-server installs Debian's redis-tools and links bin/redis-server" >&2
+			exit 1
+		fi
+	done
 	server=$(command -v redis-server) cli=$(command -v redis-cli) sh=$(readlink -f /bin/sh)
 	mapfile -t files < <(with_libs "$server" "$cli" "$sh" | sort -u)
 	copy_into "$fs" "${files[@]}"

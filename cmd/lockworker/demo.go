@@ -18,14 +18,14 @@ port, in a temporary directory) and 3 replicas of this binary, enqueues a few
 jobs, shows who leads, sends SIGTERM to the leader (a graceful handover
 in milliseconds), kill -9s the next one (a failover once its lease of
 LOCK_TTL 3s ran out), prints the timeline and the fencing tokens, and
-stops everything it started, Ctrl-C included. It takes about 10 seconds
+stops everything it started, Ctrl-C included. It takes about 8 seconds
 and reads no configuration.
 
 With --partitions P (2 to 1024; 8 shows it best) the 3 replicas share P
 partitions instead: who leads how many, keyed jobs (enqueue --key), a
 SIGTERM whose partitions each lead elsewhere within milliseconds, a
 kill -9 whose partitions are taken once their leases ran out, and the
-time each partition took (about 15 seconds).
+time each partition took (about 8 seconds too).
   --verbose       stream the replicas' logs
   --partitions P  the story of a fleet sharing P partitions (PARTITIONS)`
 

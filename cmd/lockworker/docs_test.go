@@ -14,7 +14,7 @@ import (
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
 
-// doc reads a page of the documentation: README.md, or docs/NAME.
+// doc reads a file of the repository (README.md, docs/NAME.md, ...).
 func doc(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("../../" + name)
@@ -66,11 +66,13 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 }
 
 // TestACLUserFromDocs runs the least-privilege ACL user of
-// docs/operations.md through everything lockworker does: two replicas
-// (acquire, renew, subscribe, the registry, the history), a job that fails
+// docs/operations.md through everything lockworker does, on a fresh
+// Redis: two replicas (the partition count recorded, the name claimed,
+// acquire, renew, subscribe, the registry, the history), a job that fails
 // into the dead-letter list, status, history, deadletters, requeue, pause,
 // resume, the dashboard's snapshot, a step-down and a SIGTERM (release,
-// publish). Redis must deny nothing.
+// publish); then a start after FLUSHALL under the running replica (the
+// listeners counted). Redis must deny nothing.
 func TestACLUserFromDocs(t *testing.T) {
 	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(doc(t, "docs/operations.md"))
 	if line == nil {
@@ -134,6 +136,14 @@ func TestACLUserFromDocs(t *testing.T) {
 	if !strings.Contains(a.out.String(), "Releasing lock") {
 		t.Fatal("a did not release")
 	}
+	if err := admin.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := startWorker(t, "acl-c", env...)
+	poll.Until(t, 10*time.Second, "c leads or follows after the flush", func() bool {
+		s, ok := c.status()
+		return ok && (s.State == "waiting_to_acquire_lock" || s.Leader)
+	})
 
 	entries, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
 	if err != nil {
@@ -142,9 +152,67 @@ func TestACLUserFromDocs(t *testing.T) {
 	if len(entries) > 0 {
 		t.Fatalf("Redis denied the ACL user of docs/operations.md %d time(s): %v", len(entries), entries)
 	}
-	for _, w := range []*worker{a, b} {
+	for _, w := range []*worker{a, b, c} {
 		if strings.Contains(w.out.String(), "NOPERM") {
 			t.Fatalf("%s hit NOPERM:\n%s", w.name, w.out.String())
+		}
+	}
+}
+
+// TestDemoDurationSaidOnce: the README and `lockworker demo -h` give the
+// demo's duration as one number (docs/performance.md#the-demo has the
+// measurements behind it).
+func TestDemoDurationSaidOnce(t *testing.T) {
+	row := regexp.MustCompile("(?m)^\\| `make demo` \\|.*\\| about (\\d+) s once built").FindStringSubmatch(doc(t, "README.md"))
+	help := regexp.MustCompile(`takes about (\d+) seconds`).FindAllStringSubmatch(demoUsage, -1)
+	parts := regexp.MustCompile(`\(about (\d+) seconds`).FindStringSubmatch(demoUsage)
+	if row == nil || len(help) != 1 || parts == nil {
+		t.Fatalf("README's make demo row %q, demo -h %q, %q: each must say how long the demo takes", row, help, parts)
+	}
+	if row[1] != help[0][1] || row[1] != parts[1] {
+		t.Fatalf("the README says the demo takes about %s s, demo -h about %s s (partitions: %s s)", row[1], help[0][1], parts[1])
+	}
+	if !strings.Contains(doc(t, "docs/performance.md"), "## The demo") {
+		t.Fatal("docs/performance.md has no measurement of the demo")
+	}
+}
+
+// TestReadmeCommandsNameEveryFlag: every flag a subcommand's -h explains
+// is named in the README's command table, on that command's rows.
+func TestReadmeCommandsNameEveryFlag(t *testing.T) {
+	readme := doc(t, "README.md")
+	for _, cmd := range subcommands(t) {
+		var help strings.Builder
+		if err := runCLI(t, []string{cmd, "-h"}, nil, &help); err != nil {
+			t.Fatal(err)
+		}
+		var rows strings.Builder
+		for _, m := range regexp.MustCompile("(?m)^\\| [^|]*`lockworker "+cmd+"\\b.*$").FindAllString(readme, -1) {
+			rows.WriteString(m)
+		}
+		if rows.Len() == 0 {
+			t.Errorf("the README's command table has no row for lockworker %s", cmd)
+			continue
+		}
+		for _, m := range regexp.MustCompile(`(?m)^\s+(--[a-z-]+)`).FindAllStringSubmatch(help.String(), -1) {
+			if !strings.Contains(rows.String(), m[1]) {
+				t.Errorf("the README's row for lockworker %s does not name %s", cmd, m[1])
+			}
+		}
+	}
+}
+
+// TestQueueDocListsEveryExecVariable: docs/queue.md names every
+// LOCKWORKER_ variable the exec handler gives a job's command.
+func TestQueueDocListsEveryExecVariable(t *testing.T) {
+	vars := regexp.MustCompile(`"(LOCKWORKER_[A-Z_]+)"`).FindAllStringSubmatch(doc(t, "internal/jobs/exechandler.go"), -1)
+	if len(vars) < 6 {
+		t.Fatalf("found only %v in the exec handler", vars)
+	}
+	queue := doc(t, "docs/queue.md")
+	for _, v := range vars {
+		if !strings.Contains(queue, "| `"+v[1]+"` |") {
+			t.Errorf("docs/queue.md's table of the exec handler's variables lacks %s", v[1])
 		}
 	}
 }

@@ -152,7 +152,12 @@ func enqueueFailed(err error) error {
 	case errors.Is(err, jobs.ErrRedisFull):
 		return say(err, "enqueue: %s; nothing enqueued", reason(jobs.ErrRedisFull))
 	case errors.Is(err, jobs.ErrNotReplicated):
-		return say(err, "enqueue: %s; REDIS_MIN_REPLICAS says how many must acknowledge", reason(jobs.ErrNotReplicated))
+		// Written: not "nothing enqueued". The setting that explains it,
+		// and the ways out.
+		return say(err, "enqueue: %s: it is in the queue and may run, or be lost if the master fails over now "+
+			"(enqueue again only where a duplicate is harmless); REDIS_MIN_REPLICAS (1 by default with Sentinel and Cluster) "+
+			"is how many replicas must acknowledge each enqueue, and a master with fewer online replicas never does: "+
+			"give the master a replica, or set REDIS_MIN_REPLICAS=0 to take that risk", reason(jobs.ErrNotReplicated))
 	case errors.Is(err, jobs.ErrOutcomeUnknown):
 		return say(err, "enqueue: Redis did not answer (%s): the jobs were enqueued whole or not at all", cause(err))
 	case errors.As(err, &refused):

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -207,6 +208,40 @@ func TestBulkEnqueueProcessed(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the leader ran\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestEnqueueNotAcknowledgedNamesTheSetting: on a Cluster without
+// replicas (REDIS_MIN_REPLICAS 1 by default there) an enqueue is written
+// but never acknowledged; the command says so naming REDIS_MIN_REPLICAS
+// and the ways out, for one job and for --lines (whose jobs are in the
+// queue too: not "nothing enqueued").
+func TestEnqueueNotAcknowledgedNamesTheSetting(t *testing.T) {
+	c := redistest.StartCluster(t, fleet.ClusterSpec{ReplicasPerMaster: -1})
+	env := append(fastEnv(""), "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		what  string
+	}{
+		{[]string{"enqueue", "x"}, "", "it is in the queue"},
+		{[]string{"enqueue", "--lines"}, "a\nb\n", "it is in the queue"},
+	} {
+		err := run(t.Context(), tc.args, config.Getenv(env), strings.NewReader(tc.stdin), &strings.Builder{}, &strings.Builder{})
+		if err == nil || exitCode(err) != 1 {
+			t.Fatalf("%v on a Cluster without replicas: %v; want exit 1", tc.args, err)
+		}
+		for _, want := range []string{"not acknowledged", tc.what, "REDIS_MIN_REPLICAS", "give the master a replica", "REDIS_MIN_REPLICAS=0"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: %q lacks %q", tc.args, err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "nothing enqueued") {
+			t.Errorf("%v: %q says nothing was enqueued", tc.args, err)
+		}
+	}
+	if s := queueStatus(t, env); s.Pending != 3 {
+		t.Errorf("%d jobs pending, want the 3 written", s.Pending)
 	}
 }
 

@@ -46,14 +46,16 @@ func runEpoch(ctx context.Context, getenv func(string) string, args []string, st
 		return err
 	}
 	defer done()
-	parts := []int{*part}
-	if *part == -1 {
-		parts = make([]int, p.Partitions)
-		for i := range parts {
-			parts[i] = i
+	parts := make([]int, p.Partitions)
+	for i := range parts {
+		parts[i] = i
+	}
+	if part.given {
+		n, err := onePartition("epoch", p, part)
+		if err != nil {
+			return err
 		}
-	} else if _, err := onePartition("epoch", p, *part); err != nil {
-		return err
+		parts = []int{n}
 	}
 	doing := "read the epoch"
 	if raising {

@@ -108,6 +108,13 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 		{"graph", "--format", "png"},
 		{"stepdown", "now"},
 		{"pause", "--bogus"},
+		{"pause", "--partition", "-1"}, // -1 is no "all partitions"
+		{"resume", "--partition", "-1"},
+		{"stepdown", "--partition", "-1"},
+		{"stepdown", "--token", "0"},
+		{"stepdown", "--token", "x"},
+		{"epoch", "--partition", "-2"},
+		{"pause", "--partition", "x"},
 		{"resume", "x"},
 		{"healthcheck", "x"},
 		{"version", "--bogus"},

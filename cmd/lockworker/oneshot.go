@@ -42,7 +42,7 @@ func oneShot(ctx context.Context, cmd string, getenv func(string) string) (*back
 		done()
 		return nil, nil, nil, err
 	}
-	if err := b.CheckPartitions(ctx); err != nil {
+	if err := b.CheckPartitions(ctx, cfg.RedisNodeTimeout, nil); err != nil {
 		done()
 		if !errors.Is(err, config.ErrInvalid) {
 			err = failed(cmd, "read the partition count", err)

@@ -6,20 +6,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lockworker/lockworker/internal/backend"
 	"github.com/lockworker/lockworker/internal/operator"
 )
 
-const stepDownUsage = `usage: lockworker stepdown [--partition N]
+const stepDownUsage = `usage: lockworker stepdown [--token N] [--partition N]
 
 Asks the leader to step down, through Redis (no replica's HTTP port is
-needed): the replica that leads with the current fencing token stops its
-work, releases the lock with its release notice and stays out for twice
-RETRY_INTERVAL, so another replica takes over within milliseconds. It
-waits for that replica and prints who leads now, with its token and how
-long it took. Exit 1 when nobody leads, or when the leader did not let go
-within 5 s.
+needed): the replica that leads stops its work, releases the lock with
+its release notice and stays out for twice RETRY_INTERVAL, so another
+replica takes over within milliseconds. It waits for that replica and
+prints who leads now, with its token and how long it took. Exit 1 when
+nobody leads, when the leadership --token names has already ended
+(nothing is asked of the one that followed), or when the leader did not
+let go within 5 s.
+  --token N      the fencing token of the leadership that must step down
+                 (as status shows it); without it, whichever leads when
+                 the request is read
   --partition N  with PARTITIONS > 1, the partition whose leader steps
                  down (required there); it goes to another replica
 
@@ -30,22 +35,30 @@ within 5 s.
 func runStepDown(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("stepdown", flag.ContinueOnError)
 	part := partitionFlag(fs, "the partition whose leader steps down")
+	token := fs.Int64("token", 0, "the fencing token of the leadership that must step down")
 	if help, err := noArgs(fs, args, stepDownUsage, stdout); help || err != nil {
 		return err
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "token" })
+	if given && *token < 1 {
+		return usageError("stepdown", "--token %d: a fencing token is a number from 1", *token)
 	}
 	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
-	n, err := onePartition("stepdown", p, *part)
+	n, err := onePartition("stepdown", p, part)
 	if err != nil {
 		return err
 	}
-	h, err := p.Operator.StepDown(ctx, n)
+	h, err := p.Operator.StepDown(ctx, n, *token)
 	switch {
 	case errors.Is(err, operator.ErrNoLeader):
 		return say(err, "stepdown: no replica leads, so none can step down")
+	case errors.Is(err, operator.ErrEnded):
+		return say(err, "stepdown: %s", strings.TrimPrefix(err.Error(), "operator: "))
 	case err != nil && h.From.Held && ctx.Err() != nil:
 		return say(err, "stepdown: %s (token %d) still leads: it did not step down within %s", cell(h.From.WorkerID), h.From.Token, oneShotTimeout)
 	case err != nil:
@@ -86,7 +99,7 @@ func runPause(ctx context.Context, getenv func(string) string, args []string, st
 		return err
 	}
 	defer done()
-	n, what, err := somePartitions("pause", p, *part)
+	n, what, err := somePartitions("pause", p, part)
 	if err != nil {
 		return err
 	}
@@ -118,7 +131,7 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 		return err
 	}
 	defer done()
-	n, what, err := somePartitions("resume", p, *part)
+	n, what, err := somePartitions("resume", p, part)
 	if err != nil {
 		return err
 	}
@@ -132,11 +145,11 @@ func runResume(ctx context.Context, getenv func(string) string, args []string, s
 // somePartitions is what pause and resume act on: the partition
 // --partition names, else all of them (operator.AllPartitions), and how
 // to say it.
-func somePartitions(cmd string, b *backend.Backend, p int) (int, string, error) {
+func somePartitions(cmd string, b *backend.Backend, p *partitionArg) (int, string, error) {
 	switch {
-	case p == -1 && b.Partitions == 1:
+	case !p.given && b.Partitions == 1:
 		return operator.AllPartitions, "queue", nil
-	case p == -1:
+	case !p.given:
 		return operator.AllPartitions, fmt.Sprintf("all %d partitions' queues", b.Partitions), nil
 	}
 	n, err := onePartition(cmd, b, p)

@@ -65,7 +65,7 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 		{reader, []string{"enqueue", "y"}, "enqueue: Redis refused (NOPERM …", 1},
 	}
 	// Then every key a command reads holds a hash: WRONGTYPE everywhere.
-	wrong := []string{keys.Lease().Epoch(), keys.History(), keys.Lease().Dead(), keys.Lease().Ready(), keys.Replicas()}
+	wrong := []string{keys.Lease().Epoch(), keys.History(), keys.Lease().Dead(), keys.Lease().Ready()}
 	after := []run{
 		{env, []string{"status"}, "status: read the lock: WRONGTYPE …", 1},
 		{env, []string{"partitions"}, "partitions: read the partitions: WRONGTYPE …", 1},
@@ -106,4 +106,13 @@ func TestCLIErrorsAreOneSentence(t *testing.T) {
 	for _, rn := range after {
 		check(rn)
 	}
+	// Every command first checks the partition count against the
+	// registry's live records.
+	if err := r.Client().Del(ctx, keys.Replicas()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Client().HSet(ctx, keys.Replicas(), "not", "what you think").Err(); err != nil {
+		t.Fatal(err)
+	}
+	check(run{env, []string{"status"}, "status: read the partition count: WRONGTYPE …", 1})
 }

@@ -15,6 +15,11 @@
 // deadline bounds its socket reads, and no URL or password appears in an
 // error.
 //
+// CheckPartitions holds every replica and command to the fleet's
+// partition count: the one recorded on the first node and the one the
+// live registry records carry; after a flush under a running fleet it
+// waits for that fleet rather than record another count.
+//
 // Probe tells a refusal no retry can change (Permanent: credentials,
 // permissions, database index, TLS) from a Redis that is merely not up yet.
 // Reach, for the one-shot commands, which have no retry loop, also names

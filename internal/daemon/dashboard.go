@@ -126,7 +126,8 @@ func partitionsOf(parts []figures.Queue, records []roster.Record) []figures.Part
 func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {
 	out := make([]dashboard.DeadLetter, 0, len(dead))
 	for _, dl := range dead {
-		out = append(out, dashboard.DeadLetter{ID: dl.ID, Error: dl.Error, Attempts: dl.Attempts, FailedAt: dl.FailedAt, Token: dl.Token})
+		out = append(out, dashboard.DeadLetter{ID: dl.ID, Class: jobs.ErrorClass(dl.Error), Error: dl.Error, Attempts: dl.Attempts,
+			FailedAt: dl.FailedAt, Token: dl.Token})
 	}
 	return out
 }
@@ -173,10 +174,13 @@ type pageActions struct{ op *operator.Operator }
 
 var _ dashboard.Actions = pageActions{}
 
-func (a pageActions) StepDown(ctx context.Context) error {
-	_, err := a.op.StepDown(ctx, 0)
-	if errors.Is(err, operator.ErrNoLeader) {
+func (a pageActions) StepDown(ctx context.Context, p int, token int64) error {
+	_, err := a.op.StepDown(ctx, p, token)
+	switch {
+	case errors.Is(err, operator.ErrNoLeader):
 		return fmt.Errorf("%w: %w", dashboard.ErrNoLeader, err)
+	case errors.Is(err, operator.ErrEnded):
+		return fmt.Errorf("%w: %w", dashboard.ErrEnded, err)
 	}
 	return err
 }
@@ -204,6 +208,7 @@ func (d *Daemon) newDashboard() error {
 		Source:          pageSource{d: d, rate: &commitRate{}},
 		Actions:         pageActions{op: d.operator},
 		AdminToken:      d.cfg.AdminToken,
+		Partitions:      d.be.Partitions,
 		Secrets:         d.cfg.Secrets(),
 		RefreshInterval: pageRefresh,
 		MinInterval:     pageMinInterval,

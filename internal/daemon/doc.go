@@ -19,7 +19,11 @@
 // notice. At start-up, a Redis node that refuses the replica for good
 // (backend.Probe: wrong password, no such database, TLS that cannot work)
 // ends Run at once with a configuration error; an unreachable one is
-// retried.
+// retried. So do a PARTITIONS that is not the fleet's
+// (backend.CheckPartitions) and a WORKER_ID a live replica's registry
+// record holds: no lane acquires, and nothing is written under the name,
+// before both are checked. Once they are, the replica records the
+// partition count again whenever it has vanished from Redis.
 //
 // The registry record, the history and the dashboard are for people: a
 // Redis error there is logged and retried, and never touches leadership

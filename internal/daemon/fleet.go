@@ -38,7 +38,8 @@ func (d *Daemon) record() roster.Record { return d.recordOf(d.snapshots()) }
 
 // recordOf is the record the lanes' snapshots make.
 func (d *Daemon) recordOf(snaps []*leader.Snapshot) roster.Record {
-	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short()}
+	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
+		PartitionCount: d.be.Partitions}
 	var lastErr string
 	var lastAt time.Time
 	for i, s := range snaps {
@@ -47,7 +48,7 @@ func (d *Daemon) recordOf(snaps []*leader.Snapshot) roster.Record {
 			lastErr, lastAt = s.LastError, s.LastErrorAt
 		}
 	}
-	rec.LastError = d.cfg.Scrub(lastErr)
+	rec.LastError, rec.LastErrorClass = d.cfg.Scrub(lastErr), jobs.ErrorClass(lastErr)
 	rec.Partitions, rec.Contending, rec.Avoiding = leadsOf(snaps)
 	rec.Leader = len(rec.Partitions) > 0
 	if _, one := d.lock(); one && rec.Leader {

@@ -112,3 +112,4 @@ func (d *Daemon) guardsChanged() {
 		l.leader.GuardsChanged()
 	}
 }
+

@@ -76,7 +76,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error { return d.serve(gctx) })
 	g.Go(func() error { return d.eviction.Run(gctx) })
 	g.Go(func() error { return d.observeTokens(gctx, evictionCheckInterval(d.cfg)) })
-	g.Go(func() error { return d.reporter.Run(gctx) })
+	g.Go(func() error { return d.report(gctx) })
+	g.Go(func() error { return d.defendPartitions(gctx) })
 	g.Go(func() error { return d.watchControl(gctx) })
 	g.Go(func() error { return d.dash.Run(gctx) })
 	d.watchNotices(gctx, g)
@@ -125,14 +126,18 @@ func (d *Daemon) leave(ctx, aux context.Context, stopLanes context.CancelFunc) {
 	d.reporter.Leave(rctx)
 }
 
-// checkPartitionsOnce refuses a PARTITIONS that is not the fleet's (a
-// *config.Error: exit 2) and opens the lanes' gate (d.checked) when the
-// count is the fleet's; checked false means Redis did not answer, and
+// checkPartitionsOnce refuses a PARTITIONS that is not the fleet's, and
+// a WORKER_ID a live replica holds (a *config.Error: exit 2), and opens
+// the lanes' gate (d.checked) when the count is the fleet's and the name
+// this replica's; checked false means Redis did not answer, and
 // checkPartitions asks again.
 func (d *Daemon) checkPartitionsOnce(ctx context.Context) (checked bool, err error) {
-	cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
-	err = d.be.CheckPartitions(cctx)
-	cancel()
+	err = d.be.CheckPartitions(ctx, d.cfg.RedisNodeTimeout, d.waitingForFleet)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
+		err = d.claimWorkerID(cctx)
+		cancel()
+	}
 	var ce *config.Error
 	switch {
 	case err == nil:

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/bearer"
@@ -15,10 +17,12 @@ import (
 // implements it; every call comes from a request that carried the admin
 // token.
 type Actions interface {
-	// StepDown asks the current leader to give up its leadership: stop
-	// work, release the lock with the notice, and compete again.
-	// ErrNoLeader when there is none.
-	StepDown(ctx context.Context) error
+	// StepDown asks the leadership of partition p (0 without
+	// partitions) whose fencing token is token to give up: stop work,
+	// release the lock with the notice, and compete again. ErrNoLeader
+	// when nobody leads; ErrEnded when that leadership has already ended
+	// (nothing is asked of the one that followed it).
+	StepDown(ctx context.Context, p int, token int64) error
 	// Pause stops the leader from taking new jobs; the job in flight
 	// finishes. Pausing a paused queue is not an error.
 	Pause(ctx context.Context) error
@@ -32,8 +36,9 @@ type Actions interface {
 // Errors an Actions implementation returns (wrapped is fine) to get a
 // precise answer instead of 503.
 var (
-	ErrNotFound = errors.New("dashboard: not found") // 404
-	ErrNoLeader = errors.New("dashboard: no leader") // 409
+	ErrNotFound = errors.New("dashboard: not found")                 // 404
+	ErrNoLeader = errors.New("dashboard: no leader")                 // 409
+	ErrEnded    = errors.New("dashboard: that leadership has ended") // 409
 )
 
 // actionTimeout bounds one action.
@@ -48,7 +53,7 @@ func (d *Dashboard) mountActions(mux *http.ServeMux) {
 	mux.Handle("POST /api/auth", d.admin(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	mux.Handle("POST /api/stepdown", d.admin(d.act("stepdown", a.StepDown)))
+	mux.Handle("POST /api/stepdown", d.admin(d.stepDown))
 	mux.Handle("POST /api/queue/pause", d.admin(d.act("pause", a.Pause)))
 	mux.Handle("POST /api/queue/resume", d.admin(d.act("resume", a.Resume)))
 	mux.Handle("POST /api/deadletters/{id}/requeue", d.admin(d.requeue))
@@ -88,6 +93,41 @@ func (d *Dashboard) act(name string, fn func(context.Context) error) http.Handle
 	}
 }
 
+// stepDown is POST /api/stepdown?token=N[&partition=P]: the leadership
+// it means is named by its fencing token (the page sends the one it
+// shows), so a request repeated after that leadership ended does nothing;
+// with partitions, the partition is required.
+func (d *Dashboard) stepDown(w http.ResponseWriter, r *http.Request) {
+	p, token, msg := d.stepDownArgs(r.URL.Query())
+	if msg != "" {
+		d.audit(r, "stepdown", errors.New(msg))
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": msg})
+		return
+	}
+	d.act("stepdown", func(ctx context.Context) error { return d.cfg.Actions.StepDown(ctx, p, token) })(w, r)
+}
+
+// stepDownArgs reads a step-down's partition and token, or says what is
+// wrong with them.
+func (d *Dashboard) stepDownArgs(q url.Values) (p int, token int64, msg string) {
+	n := d.cfg.Partitions
+	token, err := strconv.ParseInt(q.Get("token"), 10, 64)
+	if err != nil || token < 1 {
+		return 0, 0, "token: name the leadership to step down by its fencing token, a number from 1 (?token=N)"
+	}
+	raw, given := q.Get("partition"), q.Has("partition")
+	switch {
+	case !given && n > 1:
+		return 0, 0, fmt.Sprintf("partition: the fleet has %d partitions: say which with ?partition=P (0 to %d)", n, n-1)
+	case !given:
+		return 0, token, ""
+	}
+	if p, err = strconv.Atoi(raw); err != nil || p < 0 || p >= n {
+		return 0, 0, fmt.Sprintf("partition: %q is not a partition of this fleet (0 to %d)", raw, n-1)
+	}
+	return p, token, ""
+}
+
 func (d *Dashboard) requeue(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !jobID.MatchString(id) {
@@ -124,7 +164,7 @@ func (d *Dashboard) actionError(w http.ResponseWriter, name string, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrEnded):
 		code = http.StatusConflict
 	}
 	writeJSON(w, code, map[string]string{"error": d.red.text(fmt.Sprintf("%s failed: %v", name, err))})

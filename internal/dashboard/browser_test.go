@@ -73,6 +73,14 @@ func TestBrowser(t *testing.T) {
 	if got := p.Eval(t, `document.querySelector('#lanes-body tr[data-partition="0"]').textContent`); got != "0waiting_to_acquire_lock—held by lockworker-2 (token 42) until 12:00:03.000" {
 		t.Errorf("the lane's row shows %q, want its state and why it does not lead", got)
 	}
+	// Without the token, errors by their class: they may quote a payload.
+	deadRow := `document.querySelector('#dead-body tr[data-job="01JD8ZQ3M6K2V7C4XN9B5T1HRA"]').textContent`
+	if got := p.Eval(t, deadRow); !strings.Contains(got, "exit code 3") || strings.Contains(got, "invoice") {
+		t.Errorf("the dead letter's row without the admin token: %q; want its class, not its error", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#fleet-body tr[data-worker="lockworker-3"]').textContent`); !strings.Contains(got, "renew failed") || strings.Contains(got, "lease lost") {
+		t.Errorf("lockworker-3's row without the admin token: %q; want its error's class", got)
+	}
 
 	// A new leader: this replica. The page must follow without a reload.
 	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
@@ -123,13 +131,16 @@ func TestBrowser(t *testing.T) {
 	if got := p.Eval(t, `sessionStorage.getItem('lockworker.adminToken')`); got != testAdminToken {
 		t.Errorf("the token is not kept in sessionStorage (got %q)", got)
 	}
+	p.Within(t, 5*time.Second, "the errors in full with the admin token",
+		chromedp.Poll[chromedp.Void](deadRow+`.includes('invalid invoice 7731')`, chromedp.WithPollingMutation()),
+	)
 	p.Screenshot(t, "admin")
 	p.Within(t, 5*time.Second, "clicking step down twice",
 		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
 		visible(`button.action.confirm[data-action="stepdown"]`),
 		chromedp.Click(chromedp.CSS(`button.action[data-action="stepdown"]`)),
 	)
-	waitCall(t, acts, "stepdown")
+	waitCall(t, acts, "stepdown:0:43") // the token the page shows, lockworker-1's since becomeLeader
 
 	p.Within(t, 5*time.Second, "requeueing a dead letter",
 		chromedp.Click(chromedp.CSS(`#dead-body tr[data-job="01JD8YV0TQ6R1P2W8E5G3K9MZC"] button.action`)),

@@ -24,6 +24,9 @@ type Config struct {
 	// sent to a browser and is scrubbed from everything the dashboard
 	// sends.
 	AdminToken string
+	// Partitions is the fleet's partition count (PARTITIONS): with more
+	// than one, a step-down must name its partition. Default 1.
+	Partitions int
 	// Secrets are more values that must never be shown, e.g. the Redis
 	// password: scrubbed from every string of every snapshot where they
 	// stand (a URL, a header), and wherever they are when at least
@@ -94,7 +97,8 @@ func (c *Config) validate() error {
 		name string
 		n    *int
 		def  int
-	}{{"MaxStreams", &c.MaxStreams, 64}, {"MaxStreamsPerClient", &c.MaxStreamsPerClient, 4}, {"AdminStreams", &c.AdminStreams, 8}} {
+	}{{"MaxStreams", &c.MaxStreams, 64}, {"MaxStreamsPerClient", &c.MaxStreamsPerClient, 4}, {"AdminStreams", &c.AdminStreams, 8},
+		{"Partitions", &c.Partitions, 1}} {
 		switch {
 		case *f.n < 0:
 			errs = append(errs, fmt.Errorf("dashboard: %s is %d, want > 0 (0 for the default %d)", f.name, *f.n, f.def))

@@ -47,10 +47,24 @@ type Dashboard struct {
 // cached is one read of the Source, encoded: data, or err; read under
 // generation gen.
 type cached struct {
-	data []byte
+	data views
 	err  error
 	at   time.Time
 	gen  uint64
+}
+
+// views are one snapshot encoded for anyone (errors as their classes:
+// Snapshot.public) and for the admin token's bearers (errors in full).
+type views struct {
+	public, admin []byte
+}
+
+// of is the view for a reader who bears the admin token or not.
+func (v views) of(admin bool) []byte {
+	if admin {
+		return v.admin
+	}
+	return v.public
 }
 
 // drawnChart places the chart once per process: the machine's chart is
@@ -98,7 +112,8 @@ func New(cfg Config) (*Dashboard, error) {
 //	GET  /api/snapshot          one snapshot (JSON)
 //	GET  /events                snapshots as Server-Sent Events
 //	POST /api/auth              204 when the bearer token is right
-//	POST /api/stepdown          the leader steps down
+//	POST /api/stepdown?token=N  the leadership with fencing token N steps
+//	                            down (&partition=P: required with partitions)
 //	POST /api/queue/pause       the queue pauses
 //	POST /api/queue/resume      the queue resumes
 //	POST /api/deadletters/{id}/requeue
@@ -147,15 +162,17 @@ func serveBytes(contentType string, b []byte) http.HandlerFunc {
 	}
 }
 
+// serveSnapshot answers the snapshot: errors in full for a request that
+// bears the admin token, as their classes for anyone else.
 func (d *Dashboard) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	b, err := d.latest(context.WithoutCancel(r.Context())) // shared: not ended by one reader leaving
+	v, err := d.latest(context.WithoutCancel(r.Context())) // shared: not ended by one reader leaving
 	if err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": unavailable})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b)
+	_, _ = w.Write(v.of(d.bearsAdminToken(r)))
 }
 
 // unavailable is all a client learns of a Source error: the error itself
@@ -168,7 +185,7 @@ const unavailable = "data source unavailable"
 // read: MinInterval), and then once for all the readers that ask
 // meanwhile, whatever their number: a request's reader passes a context
 // that its leaving does not cancel, as the others wait on its read.
-func (d *Dashboard) latest(ctx context.Context) ([]byte, error) {
+func (d *Dashboard) latest(ctx context.Context) (views, error) {
 	d.mu.Lock()
 	c, gen := d.cache, d.gen
 	d.mu.Unlock()
@@ -186,7 +203,7 @@ func (d *Dashboard) latest(ctx context.Context) ([]byte, error) {
 		d.mu.Unlock()
 		return b, err
 	})
-	b, _ := v.([]byte)
+	b, _ := v.(views)
 	return b, err
 }
 
@@ -197,8 +214,8 @@ func (d *Dashboard) invalidate() {
 	d.mu.Unlock()
 }
 
-// snapshotJSON reads one snapshot and encodes it, redacted.
-func (d *Dashboard) snapshotJSON(parent context.Context) ([]byte, error) {
+// snapshotJSON reads one snapshot and encodes both its views, redacted.
+func (d *Dashboard) snapshotJSON(parent context.Context) (views, error) {
 	ctx, cancel := context.WithTimeout(parent, d.cfg.SnapshotTimeout)
 	defer cancel()
 	s, err := d.cfg.Source.Snapshot(ctx)
@@ -206,10 +223,15 @@ func (d *Dashboard) snapshotJSON(parent context.Context) ([]byte, error) {
 		if parent.Err() == nil { // not a client that went away
 			d.cfg.Logger.Warn("dashboard snapshot failed", "err", d.red.text(err.Error()))
 		}
-		return nil, err
+		return views{}, err
 	}
 	s.ReadAt = time.Now()
-	return d.red.json(s.normalized())
+	s = s.normalized()
+	var v views
+	if v.admin, err = d.red.json(s); err == nil {
+		v.public, err = d.red.json(s.public())
+	}
+	return v, err
 }
 
 // Run pushes a snapshot to every /events stream when the Source says
@@ -245,7 +267,7 @@ func (d *Dashboard) Run(ctx context.Context) error {
 		d.invalidate()
 		last = time.Now()
 		if d.hub.count() > 0 {
-			d.hub.broadcast(d.event(ctx))
+			d.hub.broadcast(d.event(ctx, false), d.event(ctx, true))
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return rc.Flush() == nil
 	}
 	// Subscribed first, so a change during this read is pushed after it.
-	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(context.WithoutCancel(r.Context()))...)) {
+	if !write(append([]byte("retry: "+reconnectMs+"\n"), d.event(context.WithoutCancel(r.Context()), sub.admin)...)) {
 		return
 	}
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
@@ -75,10 +75,12 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// event is one SSE frame: a snapshot, or word that there is none.
-func (d *Dashboard) event(ctx context.Context) []byte {
+// event is one SSE frame: a snapshot (the admin view or the public one,
+// see views), or word that there is none.
+func (d *Dashboard) event(ctx context.Context, admin bool) []byte {
 	var b bytes.Buffer
-	data, err := d.latest(ctx)
+	v, err := d.latest(ctx)
+	data := v.of(admin)
 	if err != nil {
 		b.WriteString("event: unavailable\ndata: ")
 		data, _ = json.Marshal(map[string]any{"error": unavailable, "at": time.Now()})

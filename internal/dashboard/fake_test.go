@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -98,9 +99,11 @@ func (f *fakeActions) calls() []string {
 	return append([]string(nil), f.log...)
 }
 
-func (f *fakeActions) StepDown(context.Context) error { return f.record("stepdown") }
-func (f *fakeActions) Pause(context.Context) error    { return f.record("pause") }
-func (f *fakeActions) Resume(context.Context) error   { return f.record("resume") }
+func (f *fakeActions) StepDown(_ context.Context, p int, token int64) error {
+	return f.record(fmt.Sprintf("stepdown:%d:%d", p, token))
+}
+func (f *fakeActions) Pause(context.Context) error  { return f.record("pause") }
+func (f *fakeActions) Resume(context.Context) error { return f.record("resume") }
 
 func (f *fakeActions) Requeue(_ context.Context, id string) (string, error) {
 	if err := f.record("requeue:" + id); err != nil {
@@ -135,16 +138,17 @@ func sampleSnapshot(now time.Time) Snapshot {
 			{WorkerID: "lockworker-2", Host: "node-b", PID: 3977, Version: "v0.9.0", State: "working", Leader: true,
 				Token: 42, Since: ago(6*time.Minute + 12*time.Second), JobsDone: 2210},
 			{WorkerID: "lockworker-3", Host: "node-c", PID: 4480, Version: "v0.8.2", State: "waiting_to_acquire_lock",
-				Since: ago(2 * time.Second), JobsDone: 954, LastError: "renew: lease lost: key held by another value"},
+				Since: ago(2 * time.Second), JobsDone: 954, LastError: "renew: lease lost: key held by another value",
+				LastErrorClass: "renew failed"},
 		},
 		Queue: Queue{
 			Queue:      figures.Queue{Pending: 128, Committed: 5037, DeadLettered: 2, Epoch: 42, OldestPendingMs: 95_000},
 			RatePerSec: 14.6,
 			DeadLetters: []DeadLetter{
-				{ID: "01JD8ZQ3M6K2V7C4XN9B5T1HRA", Error: "exec: exit status 3: invalid invoice 7731", Attempts: 5,
-					FailedAt: ago(12 * time.Minute), Token: 41},
-				{ID: "01JD8YV0TQ6R1P2W8E5G3K9MZC", Error: "context deadline exceeded after 30s", Attempts: 5,
-					FailedAt: ago(47 * time.Minute), Token: 40},
+				{ID: "01JD8ZQ3M6K2V7C4XN9B5T1HRA", Class: "exit code 3", Error: "jobs: guest: command exited with code 3: invalid invoice 7731",
+					Attempts: 5, FailedAt: ago(12 * time.Minute), Token: 41},
+				{ID: "01JD8YV0TQ6R1P2W8E5G3K9MZC", Class: "timeout", Error: "jobs: http: request cut at its deadline: no answer within 30s",
+					Attempts: 5, FailedAt: ago(47 * time.Minute), Token: 40},
 			},
 		},
 		History: []Leadership{

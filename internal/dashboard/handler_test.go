@@ -54,7 +54,7 @@ func TestSnapshotJSON(t *testing.T) {
 	}
 	// The names the page and the lead rely on.
 	for _, key := range []string{`"self":`, `"workerId":`, `"state":`, `"leader":true`, `"token":42`, `"jobsDone":`,
-		`"lastError":`, `"ratePerSec":`, `"deadLetters":`, `"previousEnded":"stepped_down"`, `"transitions":`, `"readAt":`} {
+		`"lastErrorClass":`, `"class":`, `"ratePerSec":`, `"deadLetters":`, `"previousEnded":"stepped_down"`, `"transitions":`, `"readAt":`} {
 		if !strings.Contains(w.Body.String(), key) {
 			t.Errorf("snapshot JSON lacks %s:\n%s", key, w.Body)
 		}
@@ -197,7 +197,7 @@ func TestActionsWithToken(t *testing.T) {
 		body       string
 	}{
 		{"/api/auth", "", http.StatusNoContent, ""},
-		{"/api/stepdown", "stepdown", http.StatusOK, `{"ok":true}`},
+		{"/api/stepdown?token=42", "stepdown:0:42", http.StatusOK, `{"ok":true}`},
 		{"/api/queue/pause", "pause", http.StatusOK, `{"ok":true}`},
 		{"/api/queue/resume", "resume", http.StatusOK, `{"ok":true}`},
 		{"/api/deadletters/01JD8ZQ3M6K2V7C4XN9B5T1HRA/requeue", "requeue:01JD8ZQ3M6K2V7C4XN9B5T1HRA", http.StatusOK, `{"id":"01JDNEWJOB0000000000000000"}`},
@@ -207,7 +207,7 @@ func TestActionsWithToken(t *testing.T) {
 			t.Errorf("POST %s: %d %s, want %d %s", tc.path, w.Code, w.Body, tc.code, tc.body)
 		}
 	}
-	want := []string{"stepdown", "pause", "resume", "requeue:01JD8ZQ3M6K2V7C4XN9B5T1HRA"}
+	want := []string{"stepdown:0:42", "pause", "resume", "requeue:01JD8ZQ3M6K2V7C4XN9B5T1HRA"}
 	if got := acts.calls(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Actions got %v, want %v", got, want)
 	}
@@ -231,7 +231,8 @@ func TestActionErrors(t *testing.T) {
 		code int
 	}{
 		{fmt.Errorf("jobs: requeue x: %w", ErrNotFound), "/api/deadletters/x/requeue", http.StatusNotFound},
-		{fmt.Errorf("leader: %w", ErrNoLeader), "/api/stepdown", http.StatusConflict},
+		{fmt.Errorf("leader: %w", ErrNoLeader), "/api/stepdown?token=1", http.StatusConflict},
+		{fmt.Errorf("operator: %w", ErrEnded), "/api/stepdown?token=1", http.StatusConflict},
 		{errors.New("dial redis://default:hunter2-s3cret@10.0.0.5:6379: refused"), "/api/queue/pause", http.StatusServiceUnavailable},
 	} {
 		acts.mu.Lock()
@@ -243,6 +244,48 @@ func TestActionErrors(t *testing.T) {
 		}
 		if strings.Contains(w.Body.String(), "hunter2") || !strings.Contains(w.Body.String(), `"error":`) {
 			t.Errorf("POST %s: body %s", tc.path, w.Body)
+		}
+	}
+}
+
+// TestStepDownNamesItsLeadership: a step-down names the leadership it
+// means by its fencing token and, with partitions, its partition; a
+// request without them, or with one the fleet does not have, is refused
+// (400) and reaches no action.
+func TestStepDownNamesItsLeadership(t *testing.T) {
+	for _, tc := range []struct {
+		partitions int
+		query      string
+		code       int
+		call       string
+	}{
+		{1, "", http.StatusBadRequest, ""},
+		{1, "?token=0", http.StatusBadRequest, ""},
+		{1, "?token=-3", http.StatusBadRequest, ""},
+		{1, "?token=x", http.StatusBadRequest, ""},
+		{1, "?token=7", http.StatusOK, "stepdown:0:7"},
+		{1, "?token=7&partition=0", http.StatusOK, "stepdown:0:7"},
+		{1, "?token=7&partition=1", http.StatusBadRequest, ""},
+		{4, "?token=7", http.StatusBadRequest, ""}, // not partition 0 by default
+		{4, "?token=7&partition=-1", http.StatusBadRequest, ""},
+		{4, "?token=7&partition=4", http.StatusBadRequest, ""},
+		{4, "?token=7&partition=", http.StatusBadRequest, ""},
+		{4, "?token=7&partition=3", http.StatusOK, "stepdown:3:7"},
+	} {
+		acts := newFakeActions()
+		d, err := New(Config{Source: newFakeSource(sampleSnapshot(time.Now())), Actions: acts, AdminToken: testAdminToken,
+			Partitions: tc.partitions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := do(d.Handler(), "POST", "/api/stepdown"+tc.query, testAdminToken)
+		calls := acts.calls()
+		if w.Code != tc.code || (tc.call == "" && len(calls) > 0) || (tc.call != "" && fmt.Sprint(calls) != "["+tc.call+"]") {
+			t.Errorf("P=%d POST /api/stepdown%s: %d %s, calls %v; want %d, call %q", tc.partitions, tc.query, w.Code,
+				strings.TrimSpace(w.Body.String()), calls, tc.code, tc.call)
+		}
+		if w.Code == http.StatusBadRequest && !strings.Contains(w.Body.String(), `"error":`) {
+			t.Errorf("P=%d POST /api/stepdown%s: body %s, want an error saying what is wrong", tc.partitions, tc.query, w.Body)
 		}
 	}
 }

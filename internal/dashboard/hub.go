@@ -68,13 +68,18 @@ func (h *hub) count() int {
 	return len(h.subs)
 }
 
-// broadcast hands msg to every stream, replacing a push it has not
-// written yet. It never blocks: mu makes it the only sender, so after the
+// broadcast hands every stream its frame (admin to the admin token's
+// bearers, public to the others), replacing a push it has not written
+// yet. It never blocks: mu makes it the only sender, so after the
 // drain there is room.
-func (h *hub) broadcast(msg []byte) {
+func (h *hub) broadcast(public, admin []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
+		msg := public
+		if s.admin {
+			msg = admin
+		}
 		select {
 		case <-s.ch:
 		default:

@@ -172,8 +172,8 @@ func TestHubLatestWins(t *testing.T) {
 	if _, ok := h.subscribe("192.0.2.1", false); ok {
 		t.Error("a third stream was let in with a limit of 2")
 	}
-	h.broadcast([]byte("one"))
-	h.broadcast([]byte("two"))
+	h.broadcast([]byte("one"), []byte("one"))
+	h.broadcast([]byte("two"), []byte("two"))
 	for _, s := range []*subscriber{a, b} {
 		if got := string(<-s.ch); got != "two" || pending(s) != 0 {
 			t.Errorf("stream got %q with %d more pending, want only two", got, pending(s))

@@ -26,7 +26,8 @@ type Source interface {
 // Snapshot is what the page shows, sent as JSON on /api/snapshot and on
 // /events. It has no field for a Redis URL, a password, a lock value or the
 // admin token, and every string in it passes through redaction before it
-// is sent (see Config.Secrets).
+// is sent (see Config.Secrets). Errors go out in full only to requests
+// that bear the admin token; anyone else gets their classes (public).
 type Snapshot struct {
 	// ReadAt is when the dashboard read the snapshot; set by the
 	// dashboard, a Source leaves it zero.
@@ -90,8 +91,14 @@ type Queue struct {
 // DeadLetter is a job that failed every attempt. Its payload is left out:
 // a payload may carry anything, secrets included.
 type DeadLetter struct {
-	ID       string    `json:"id"`
-	Error    string    `json:"error"`
+	ID string `json:"id"`
+	// Class is the kind of failure (jobs.ErrorClass): all a reader
+	// without the admin token sees of the error.
+	Class string `json:"class"`
+	// Error is the last attempt's error in full, which may quote the
+	// handler's output (and so the payload): for the admin token's
+	// bearers only (see Snapshot.public).
+	Error    string    `json:"error,omitempty"`
 	Attempts int       `json:"attempts"`
 	FailedAt time.Time `json:"failedAt,omitzero"`
 	// Token is the fencing token of the leader that dead-lettered it.
@@ -117,6 +124,22 @@ type Leadership struct {
 	// PreviousEnded is how the leadership before this one ended; empty
 	// for the first one or when unknown.
 	PreviousEnded EndReason `json:"previousEnded,omitempty"`
+}
+
+// public is s as anyone may read it: errors by their class only
+// (DeadLetter.Class, roster.Record.LastErrorClass), since the errors
+// themselves may quote what a handler wrote, and that may quote a job's
+// payload. The slices are copies: s is not changed.
+func (s Snapshot) public() Snapshot {
+	s.Replicas = append([]roster.Record(nil), s.Replicas...)
+	for i := range s.Replicas {
+		s.Replicas[i].LastError = ""
+	}
+	s.Queue.DeadLetters = append([]DeadLetter(nil), s.Queue.DeadLetters...)
+	for i := range s.Queue.DeadLetters {
+		s.Queue.DeadLetters[i].Error = ""
+	}
+	return s.normalized()
 }
 
 // normalized returns s with nil slices made empty, so the page gets [] and

@@ -24,7 +24,7 @@ for i = 1, n do want[KEYS[2 * r + i]] = 'list' end
 for key, kind in pairs(want) do
   local t = redis.call('TYPE', key).ok
   if t ~= 'none' and t ~= kind then
-    return redis.error_reply('WRONGTYPE jobs: ' .. key .. ' holds a ' .. t .. ', not a ' .. kind)
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', not a ' .. kind)
   end
 end
 local added = {}

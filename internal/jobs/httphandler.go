@@ -43,7 +43,8 @@ type HTTPConfig struct {
 	LeaseMargin time.Duration
 	// WorkerID is sent as Lockworker-Worker-Id.
 	WorkerID string
-	// Logger receives a debug line per request. Default: discard.
+	// Logger receives a line per answered request, at INFO. Default:
+	// discard.
 	Logger *slog.Logger
 }
 
@@ -225,16 +226,22 @@ func (h *HTTPHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	if err != nil {
 		return fmt.Errorf("jobs: http: %w", err)
 	}
+	// Go's Transport sends a request that carries Idempotency-Key again
+	// when a kept-alive connection closes before the answer, headers
+	// unchanged: the service would see one attempt number twice. Without
+	// GetBody it cannot rewind the body, so it never sends it again: the
+	// close is a failed attempt, and the next attempt carries the next
+	// number. (A 307 or 308 is then answered as it is, as every redirect
+	// is.)
+	req.GetBody = nil
 	h.header(req.Header, job, token)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return h.failed(ctx, rctx, err)
 	}
 	defer resp.Body.Close()
-	if h.log.Enabled(ctx, slog.LevelDebug) {
-		h.log.Debug("job request answered", "jobId", job.ID, "token", token, "status", resp.StatusCode,
-			"tookMs", time.Since(start).Milliseconds())
-	}
+	h.log.Info("job posted", "jobId", job.ID, "token", token, "attempt", job.Attempt, "status", resp.StatusCode,
+		"tookMs", time.Since(start).Milliseconds())
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		drain(resp.Body)
 		return nil

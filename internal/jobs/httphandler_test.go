@@ -356,6 +356,74 @@ func TestHTTPHandlerReusesConnections(t *testing.T) {
 	}
 }
 
+// TestHTTPHandlerAttemptIsTruthful: a kept-alive connection that closes
+// after the service read a request (a crash, a proxy's idle cut) does
+// not make the same attempt arrive twice. Go's Transport re-sends a
+// request carrying Idempotency-Key on such a close, headers unchanged;
+// here it is a failed attempt, and the next attempt carries the next
+// number.
+func TestHTTPHandlerAttemptIsTruthful(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{} // job ID and attempt -> arrivals
+	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		id := r.Header.Get(HeaderJobID) + " attempt " + r.Header.Get(HeaderAttempt)
+		seen[id]++
+		first := seen[id] == 1
+		mu.Unlock()
+		if id == "J2 attempt 1" && first {
+			// Read, then the connection closes with no answer.
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h := newHTTP(t, srv.URL, nil)
+	if err := h.Handle(t.Context(), Job{ID: "J1", Payload: []byte("x"), Attempt: 1}, newLease(1, time.Minute)); err != nil {
+		t.Fatal(err) // J2 goes out on this kept-alive connection
+	}
+	err := h.Handle(t.Context(), Job{ID: "J2", Payload: []byte("x"), Attempt: 1}, newLease(1, time.Minute))
+	if err == nil || errors.Is(err, ErrPermanent) || errors.Is(err, ErrStaleToken) || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("J2 attempt 1 = %v, want a failed attempt (no answer)", err)
+	}
+	if err := h.Handle(t.Context(), Job{ID: "J2", Payload: []byte("x"), Attempt: 2}, newLease(1, time.Minute)); err != nil {
+		t.Fatalf("J2 attempt 2: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s arrived %d times", id, n)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("arrivals %v, want J1 attempt 1, J2 attempts 1 and 2", seen)
+	}
+}
+
+// A job whose request gets an answer is one line at INFO, as the log
+// handler's jobs are: its ID, token, attempt, status and time.
+func TestHTTPHandlerLogsEachJob(t *testing.T) {
+	srv, _ := serve(t, answer(http.StatusNoContent, ""))
+	var buf tail.Buffer
+	h := newHTTP(t, srv.URL, func(c *HTTPConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	if err := h.Handle(t.Context(), Job{ID: "J7", Payload: []byte("x"), Attempt: 2}, newLease(9, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(buf.String())
+	for _, want := range []string{"level=INFO", "jobId=J7", "token=9", "attempt=2", "status=204", "tookMs="} {
+		if strings.Contains(line, "\n") || !strings.Contains(line, want) {
+			t.Errorf("log %q lacks %s", line, want)
+		}
+	}
+}
+
 // https to a server whose certificate a private CA signed: refused with
 // the system's roots (a failed attempt, not a permanent one), accepted
 // with the CA in RootCAs.

@@ -20,6 +20,11 @@ import (
 // ErrNoLeader is StepDown's answer when nobody holds the lock.
 var ErrNoLeader = errors.New("operator: no leader holds the lock")
 
+// ErrEnded is StepDown's answer when the leadership it was asked to end
+// (by its token) has already ended: nothing is asked of the leader that
+// followed it.
+var ErrEnded = errors.New("operator: that leadership has already ended")
+
 // requestTTL is how long a step-down request stays readable: long enough
 // for a leader busy renewing to read it, short enough to leave no litter.
 const requestTTL = time.Minute
@@ -97,22 +102,19 @@ type Handover struct {
 	Took time.Duration
 }
 
-// StepDown asks the current leader of partition p (0 without
-// partitions) to step down and waits, until ctx is done, for another
-// leadership to hold its lock. It returns ErrNoLeader when nobody holds
-// it, and an error when the leader still holds it when ctx ends; a
-// release with nobody holding the lock yet is a success with To.Held
-// false.
-func (o *Operator) StepDown(ctx context.Context, p int) (Handover, error) {
-	if err := o.check(p); err != nil {
-		return Handover{}, err
-	}
-	from, err := o.cfg.Holder(ctx, p)
+// StepDown asks the leadership of partition p (0 without partitions)
+// whose fencing token is token to step down, and waits, until ctx is
+// done, for another leadership to hold its lock. Token 0 means whichever
+// leadership holds the lock when StepDown reads it. It returns
+// ErrNoLeader when nobody holds the lock, an error wrapping ErrEnded when
+// another leadership than token's holds it (a second request for a
+// leadership that already stepped down must not end the next one), and
+// an error when the leader still holds it when ctx ends; a release with
+// nobody holding the lock yet is a success with To.Held false.
+func (o *Operator) StepDown(ctx context.Context, p int, token int64) (Handover, error) {
+	from, err := o.leadership(ctx, p, token)
 	if err != nil {
-		return Handover{}, fmt.Errorf("operator: step down: read the lock: %w", err)
-	}
-	if !from.Held {
-		return Handover{}, ErrNoLeader
+		return Handover{}, err
 	}
 	start := time.Now()
 	h := Handover{From: from}
@@ -144,6 +146,30 @@ func (o *Operator) StepDown(ctx context.Context, p int) (Handover, error) {
 		return h, nil // released; nobody had taken over yet
 	}
 	return h, fmt.Errorf("operator: %s (token %d) did not step down within %s", from.WorkerID, from.Token, time.Since(start).Round(time.Millisecond))
+}
+
+// leadership is the leadership of partition p a step-down for token
+// means (token 0: whichever holds the lock), or why there is none.
+func (o *Operator) leadership(ctx context.Context, p int, token int64) (redislock.Holder, error) {
+	if err := o.check(p); err != nil {
+		return redislock.Holder{}, err
+	}
+	if token < 0 {
+		return redislock.Holder{}, fmt.Errorf("operator: step down: token %d: a fencing token is positive", token)
+	}
+	from, err := o.cfg.Holder(ctx, p)
+	switch {
+	case err != nil:
+		return redislock.Holder{}, fmt.Errorf("operator: step down: read the lock: %w", err)
+	case !from.Held && token == 0:
+		return redislock.Holder{}, ErrNoLeader
+	case !from.Held:
+		return redislock.Holder{}, fmt.Errorf("%w: token %d; nobody leads now", ErrEnded, token)
+	case token != 0 && from.Token != token:
+		return redislock.Holder{}, fmt.Errorf("%w: token %d; %s leads now, with token %d, and was asked nothing",
+			ErrEnded, token, from.WorkerID, from.Token)
+	}
+	return from, nil
 }
 
 // request writes the step-down request for partition p's token and

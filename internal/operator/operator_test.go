@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -81,19 +82,19 @@ func (r *rig) leader(t *testing.T, lease *redislock.Lease, successor string) (st
 func TestStepDown(t *testing.T) {
 	r := newRig(t)
 	ctx := t.Context()
-	if _, err := r.op.StepDown(ctx, 0); !errors.Is(err, ErrNoLeader) {
+	if _, err := r.op.StepDown(ctx, 0, 0); !errors.Is(err, ErrNoLeader) {
 		t.Fatalf("StepDown with no leader: %v", err)
 	}
 	lease, err := r.locker.Acquire(ctx, "a", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.op.StepDown(ctx, 0); err == nil || !strings.Contains(err.Error(), "no replica listens") {
+	if _, err := r.op.StepDown(ctx, 0, 0); err == nil || !strings.Contains(err.Error(), "no replica listens") {
 		t.Fatalf("StepDown with nobody listening: %v", err)
 	}
 	stop, notices := r.leader(t, lease, "b")
 	defer stop()
-	h, err := r.op.StepDown(ctx, 0)
+	h, err := r.op.StepDown(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +103,41 @@ func TestStepDown(t *testing.T) {
 	}
 	if n := notices.Load(); n < 2 {
 		t.Errorf("%d notices: the lost first one was not sent again", n)
+	}
+}
+
+// TestStepDownNamesItsLeadership: a step-down for a token asks only
+// that leadership; once it has ended, a second request for the same
+// token (a double click, a retry) is refused and asks the next leader
+// nothing.
+func TestStepDownNamesItsLeadership(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	if _, err := r.op.StepDown(ctx, 0, 1); !errors.Is(err, ErrEnded) {
+		t.Fatalf("StepDown of token 1 with no leader: %v, want ErrEnded", err)
+	}
+	lease, err := r.locker.Acquire(ctx, "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := r.leader(t, lease, "b")
+	defer stop()
+	if _, err := r.op.StepDown(ctx, 0, lease.Token()+1); !errors.Is(err, ErrEnded) {
+		t.Fatalf("StepDown of a token nobody holds: %v, want ErrEnded", err)
+	}
+	h, err := r.op.StepDown(ctx, 0, lease.Token())
+	if err != nil || h.From.Token != lease.Token() || h.To.WorkerID != "b" {
+		t.Fatalf("StepDown of the leader's token = %+v, %v", h, err)
+	}
+	_, err = r.op.StepDown(ctx, 0, lease.Token())
+	if !errors.Is(err, ErrEnded) || !strings.Contains(err.Error(), fmt.Sprintf("b leads now, with token %d", h.To.Token)) {
+		t.Fatalf("second StepDown of token %d = %v, want ErrEnded naming b", lease.Token(), err)
+	}
+	if got, err := r.op.Requested(ctx, 0); err != nil || got != lease.Token() {
+		t.Fatalf("the step-down request holds %d (%v): b, token %d, was asked to step down", got, err, h.To.Token)
+	}
+	if _, err := r.op.StepDown(ctx, 0, -1); err == nil {
+		t.Fatal("StepDown of token -1 accepted")
 	}
 }
 
@@ -117,7 +153,7 @@ func TestStepDownReleasedOnly(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	h, err := r.op.StepDown(ctx, 0)
+	h, err := r.op.StepDown(ctx, 0, 0)
 	if err != nil || h.To.Held || h.Took <= 0 {
 		t.Fatalf("StepDown = %+v, %v", h, err)
 	}
@@ -137,7 +173,7 @@ func TestStepDownRefused(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.op.StepDown(ctx, 0); err == nil || !strings.Contains(err.Error(), "stubborn") {
+	if _, err := r.op.StepDown(ctx, 0, 0); err == nil || !strings.Contains(err.Error(), "stubborn") {
 		t.Fatalf("StepDown = %v, want it to name the leader that did not step down", err)
 	}
 }
@@ -233,7 +269,7 @@ func TestPartitions(t *testing.T) {
 		if err := op.Pause(ctx, bad); err == nil || !strings.Contains(err.Error(), "no partition") {
 			t.Errorf("Pause(%d) = %v, want refused", bad, err)
 		}
-		if _, err := op.StepDown(ctx, bad); err == nil {
+		if _, err := op.StepDown(ctx, bad, 0); err == nil {
 			t.Errorf("StepDown(%d) accepted", bad)
 		}
 	}

@@ -27,6 +27,9 @@ type Record struct {
 	// LastError is the replica's current problem, if any (scrubbed of
 	// secrets by whoever fills it in).
 	LastError string `json:"lastError,omitempty"`
+	// LastErrorClass is LastError's kind (jobs.ErrorClass), which quotes
+	// no handler output: what readers without the admin token see.
+	LastErrorClass string `json:"lastErrorClass,omitempty"`
 	// UpdatedAt is when the record was written (the writer's clock).
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Partitions are the partitions the replica leads, with their tokens,
@@ -36,6 +39,9 @@ type Record struct {
 	// waiting to acquire), in a fleet of more than one partition: an owner
 	// hands a partition over only to a replica that waits for it.
 	Contending []int `json:"contending,omitempty"`
+	// PartitionCount is the fleet's partition count this replica runs
+	// with (PARTITIONS): a replica started with another is refused.
+	PartitionCount int `json:"partitionCount,omitempty"`
 	// Avoiding lists the partitions the replica stepped down from on an
 	// operator's request: for a while, the others take them.
 	Avoiding []int `json:"avoiding,omitempty"`

@@ -95,6 +95,43 @@ func (r *Roster) Put(ctx context.Context, rec Record, prune, announce bool) erro
 	return nil
 }
 
+// Claim writes rec, as Put does (without pruning or a notice), unless a
+// record of the same WorkerID is live: then it writes nothing and
+// returns that record with claimed false (a record it cannot decode comes
+// back with only its WorkerID). One round trip: the record's SET NX GET
+// with the index's ZADD, so of two replicas that claim one name at once,
+// one gets it.
+func (r *Roster) Claim(ctx context.Context, rec Record) (other Record, claimed bool, err error) {
+	if rec.WorkerID == "" {
+		return Record{}, false, errors.New("roster: a record needs a WorkerID")
+	}
+	now := r.cfg.Now()
+	rec.UpdatedAt = now
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("roster: %w", err)
+	}
+	var set *redis.StatusCmd
+	_, err = r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.SetArgs(ctx, r.cfg.Keys.Replica(rec.WorkerID), body, redis.SetArgs{Mode: "NX", Get: true, TTL: r.cfg.TTL})
+		// When the name is taken this refreshes the other's index entry,
+		// which names the same worker: harmless.
+		p.ZAdd(ctx, r.cfg.Keys.Replicas(), redis.Z{Score: float64(now.Add(r.cfg.TTL).UnixMilli()), Member: rec.WorkerID})
+		return nil
+	})
+	prev, serr := set.Result()
+	switch {
+	case errors.Is(serr, redis.Nil):
+		return Record{}, true, nil
+	case err != nil:
+		return Record{}, false, fmt.Errorf("roster: claim %s: %w", rec.WorkerID, err)
+	}
+	if json.Unmarshal([]byte(prev), &other) != nil || other.WorkerID != rec.WorkerID {
+		other = Record{WorkerID: rec.WorkerID}
+	}
+	return other, false, nil
+}
+
 // Remove deletes a replica's record and announces it, in one round trip.
 func (r *Roster) Remove(ctx context.Context, workerID string) error {
 	_, err := r.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {

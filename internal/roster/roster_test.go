@@ -240,3 +240,31 @@ func TestReporterRefreshAndLeave(t *testing.T) {
 		t.Fatalf("record written again after Leave: %+v", got)
 	}
 }
+
+// TestClaim: a name no live record holds is claimed (listed like a Put
+// record); a live one is not, and the claimant learns who holds it; once
+// that record is gone, the name is free again.
+func TestClaim(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	r := newRoster(t, s.Client(), time.Minute)
+	ctx := t.Context()
+	if _, ok, err := r.Claim(ctx, Record{WorkerID: "w-1", Host: "h1", PID: 11}); err != nil || !ok {
+		t.Fatalf("first claim of w-1: claimed %v, %v", ok, err)
+	}
+	if got, err := r.List(ctx); err != nil || len(got) != 1 || got[0].Host != "h1" {
+		t.Fatalf("after the claim, List = %+v, %v", got, err)
+	}
+	other, ok, err := r.Claim(ctx, Record{WorkerID: "w-1", Host: "h2", PID: 22})
+	if err != nil || ok || other.Host != "h1" || other.PID != 11 {
+		t.Fatalf("second claim of w-1: claimed %v, other %+v, %v; want refused, naming h1 pid 11", ok, other, err)
+	}
+	if got, _ := r.List(ctx); len(got) != 1 || got[0].Host != "h1" {
+		t.Fatalf("a refused claim changed the record: %+v", got)
+	}
+	if err := r.Remove(ctx, "w-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.Claim(ctx, Record{WorkerID: "w-1", Host: "h2", PID: 22}); err != nil || !ok {
+		t.Fatalf("claim after the record was removed: claimed %v, %v", ok, err)
+	}
+}

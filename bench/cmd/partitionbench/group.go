@@ -163,7 +163,7 @@ func openProducer(ctx context.Context, g *group) (*producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.CheckPartitions(ctx); err != nil {
+	if err := b.CheckPartitions(ctx, cfg.RedisNodeTimeout, nil); err != nil {
 		_ = b.Close()
 		return nil, err
 	}

@@ -137,15 +137,38 @@
   // more. A stream that opens again ends the polling.
   async function pollSnapshot() {
     try {
-      const res = await fetch('api/snapshot', { cache: 'no-store' });
-      if (!res.ok) throw new Error('status ' + res.status);
-      snap = await res.json();
+      snap = await fetchSnapshot();
       setConn('wait', 'Polling');
       banner('');
       render();
     } catch (e) {
       setConn('down', 'Disconnected');
     }
+  }
+
+  // fetchSnapshot reads the shared snapshot: with the admin token, the
+  // view whose errors are in full; without it, errors by their class.
+  async function fetchSnapshot() {
+    const opts = { cache: 'no-store' };
+    if (admin) opts.headers = { Authorization: 'Bearer ' + token };
+    const res = await fetch('api/snapshot', opts);
+    if (!res.ok) throw new Error('status ' + res.status);
+    return res.json();
+  }
+
+  // show renders a snapshot the stream brought. The stream is anonymous
+  // (an EventSource sends no header), so with the admin token the page
+  // shows the admin view of the same snapshot instead, read at once.
+  async function show(s) {
+    if (admin) {
+      try {
+        s = await fetchSnapshot();
+      } catch (e) {
+        // the stream's view, errors by their class
+      }
+    }
+    snap = s;
+    render();
   }
 
   function connect() {
@@ -157,10 +180,9 @@
       setConn('live', 'Live');
     });
     source.addEventListener('snapshot', (ev) => {
-      snap = JSON.parse(ev.data);
       setConn('live', 'Live');
       banner('');
-      render();
+      show(JSON.parse(ev.data));
     });
     source.addEventListener('unavailable', () => {
       setConn('degraded', 'Source unavailable');
@@ -345,7 +367,9 @@
       : el('td', { class: 'num mono' + (r.leader ? ' token-cell' : ' dim'), text: r.leader ? '#' + r.token : '—' }),
     el('td', {}, rel(parseTime(r.since))),
     el('td', { class: 'num', text: fmtInt(r.jobsDone) }),
-    el('td', { class: r.lastError ? 'err' : 'dim', title: r.lastError || '', text: r.lastError || '—' }))));
+    // Without the admin token, an error's class only (lastErrorClass):
+    // the error itself may quote a handler's output.
+    el('td', { class: r.lastErrorClass ? 'err' : 'dim', title: r.lastError || '', text: r.lastError || r.lastErrorClass || '—' }))));
   }
 
   function renderPartitions(parts) {
@@ -374,7 +398,7 @@
     }
     swap($('dead-body'), ...dead.map((d) => el('tr', { 'data-job': d.id },
       el('td', { class: 'job', title: d.id, text: d.id }),
-      el('td', { class: 'err', text: d.error || '—' }),
+      el('td', { class: 'err', text: d.error || d.class || '—' }),
       el('td', { class: 'num', text: String(d.attempts ?? '—') }),
       el('td', {}, rel(parseTime(d.failedAt))),
       el('td', { class: 'num mono dim', text: d.token ? '#' + d.token : '—' }),
@@ -438,9 +462,15 @@
     const la = [], qa = [];
     if (admin && leader) {
       la.push(actionButton('stepdown', 'Step down', 'btn btn-small btn-danger', () => {
-        // The leader when clicked: swap may have kept this button from an earlier one.
+        // The leader when clicked (swap may have kept this button from an
+        // earlier one), named by the token the page shows: once that
+        // leadership has ended, the request does nothing.
         const cur = ((snap && snap.replicas) || []).find((r) => r.leader);
-        if (confirmed('stepdown')) act('stepdown', 'api/stepdown', () => 'Asked ' + (cur ? cur.workerId : 'the leader') + ' to step down');
+        if (!cur) return;
+        if (confirmed('stepdown')) {
+          act('stepdown', 'api/stepdown?token=' + encodeURIComponent(cur.token),
+            () => 'Asked ' + cur.workerId + ' (#' + cur.token + ') to step down');
+        }
       }));
     }
     if (admin) {
@@ -501,6 +531,8 @@
     sessionStorage.removeItem(TOKEN_KEY);
     showAdmin();
     render();
+    // Drops the errors shown in full: the public view replaces them.
+    fetchSnapshot().then((s) => { snap = s; render(); }).catch(() => {});
   }
 
   function formError(text) {
@@ -540,6 +572,7 @@
       $('admin-token').value = '';
       showAdmin();
       render();
+      if (snap) show(snap); // errors in full
     });
   }
 
