@@ -83,7 +83,7 @@ func (d *Daemon) self() dashboard.Self {
 	}
 	for _, s := range snaps {
 		self.Lanes = append(self.Lanes, dashboard.Lane{Partition: s.Partition, State: s.State.String(), Token: s.Token,
-			Reason: d.cfg.Scrub(s.Reason.String())})
+			Reason: d.laneReason(s.Reason)})
 	}
 	return self
 }

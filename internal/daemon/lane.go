@@ -113,3 +113,12 @@ func (d *Daemon) guardsChanged() {
 	}
 }
 
+// laneReason is a lane's reason as /status and the page give it, to
+// anyone who reaches the port: the error of a work that ended by its
+// class only (it may quote what a job's handler wrote), secrets scrubbed.
+func (d *Daemon) laneReason(r leader.Reason) string {
+	if r.Kind == leader.WorkEnded {
+		r.Err = jobs.ErrorClass(r.Err)
+	}
+	return d.cfg.Scrub(r.String())
+}

@@ -77,7 +77,7 @@ func (d *Daemon) status(ctx context.Context) statusdoc.Status {
 	}
 	for _, s := range snaps {
 		st.Lanes = append(st.Lanes, statusdoc.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,
-			LeaseLeftMs: s.LeaseLeft().Milliseconds(), Reason: d.cfg.Scrub(s.Reason.String())})
+			LeaseLeftMs: s.LeaseLeft().Milliseconds(), Reason: d.laneReason(s.Reason)})
 	}
 	if _, one := d.lock(); one {
 		st.State, st.LeaseLeft = snaps[0].State.String(), snaps[0].LeaseLeft().Milliseconds()
