@@ -69,6 +69,27 @@ func shared(t *testing.T, p int, limit time.Duration, ws ...*worker) map[*worker
 	return got
 }
 
+// whyNot checks that w's /status lists its p lanes, each leading (a token,
+// no reason) or saying why not.
+func whyNot(t *testing.T, w *worker, p int) {
+	t.Helper()
+	s, ok := w.status()
+	if !ok || len(s.Lanes) != p {
+		t.Fatalf("%s's /status lanes: %+v, want %d", w.name, s.Lanes, p)
+	}
+	for i, l := range s.Lanes {
+		leads := slices.ContainsFunc(s.Leads, func(o struct {
+			Partition int   `json:"partition"`
+			Token     int64 `json:"token"`
+		}) bool {
+			return o.Partition == i
+		})
+		if l.Partition != i || leads != (l.Reason == "") || leads != (l.Token > 0) {
+			t.Fatalf("%s's lane %d: %+v (leads it: %v)", w.name, i, l, leads)
+		}
+	}
+}
+
 // TestPartitionsShareTheFleet: three replicas share eight partitions to
 // within one; every job of a key runs in enqueue order; a replica that
 // stops hands its partitions over, one that dies loses them once their
@@ -82,6 +103,9 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 	b := startWorker(t, "p-b", env...)
 	c := startWorker(t, "p-c", env...)
 	shared(t, 8, 20*time.Second, a, b, c)
+	for _, w := range []*worker{a, b, c} {
+		whyNot(t, w, 8)
+	}
 
 	// Jobs of 12 keys, interleaved, each key's numbered in order.
 	const keysN, perKey = 12, 6
@@ -106,6 +130,19 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 		}
 		return true
 	})
+
+	// A job's lines carry its partition: each lane's handler logs with the
+	// lane's logger.
+	for _, w := range []*worker{a, b, c} {
+		for line := range strings.SplitSeq(w.out.String(), "\n") {
+			if strings.Contains(line, `msg="job command done"`) && !strings.Contains(line, " partition=") {
+				t.Fatalf("%s: a job's line without its partition: %s", w.name, line)
+			}
+		}
+	}
+	if !strings.Contains(a.out.String()+b.out.String()+c.out.String(), `msg="job command done"`) {
+		t.Fatal("no job's line to check")
+	}
 
 	// c stops: its partitions go to a and b, and it exits 0.
 	c.signal(syscall.SIGTERM)

@@ -140,14 +140,21 @@ type status struct {
 		Partition int   `json:"partition"`
 		Token     int64 `json:"token"`
 	} `json:"leads"`
+	Lanes []struct {
+		Partition int    `json:"partition"`
+		State     string `json:"state"`
+		Token     int64  `json:"token"`
+		Reason    string `json:"reason"`
+	} `json:"lanes"`
 }
 
 // namesLeader says w's /status names leader, with its token, as the
-// lock's holder.
+// lock's holder, and as why its one lane does not lead.
 func (w *worker) namesLeader(leader *worker) bool {
 	s, ok := w.status()
 	l, lok := leader.status()
-	return ok && lok && l.Leader && s.Holder.Held && s.Holder.WorkerID == leader.name && s.Holder.Token == l.Token
+	return ok && lok && l.Leader && s.Holder.Held && s.Holder.WorkerID == leader.name && s.Holder.Token == l.Token &&
+		len(s.Lanes) == 1 && strings.HasPrefix(s.Lanes[0].Reason, fmt.Sprintf("held by %s (token %d) until ", leader.name, l.Token))
 }
 
 // status returns the worker's /status, or ok=false if it does not answer.

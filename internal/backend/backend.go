@@ -15,6 +15,7 @@ import (
 	"github.com/lockworker/lockworker/internal/notice"
 	"github.com/lockworker/lockworker/internal/operator"
 	"github.com/lockworker/lockworker/internal/redislock"
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
@@ -46,8 +47,8 @@ type Backend struct {
 	// Queues routes jobs into the partitions' job queues (on the first
 	// node); Queues.Queues() are the queues by partition.
 	Queues *jobs.Router
-	// Renewals renews the leases of many partitions in one round trip;
-	// nil without partitions.
+	// Renewals renews the leases of the partitions together, in one round
+	// trip (the daemon's one renewal path, one partition or many).
 	Renewals *redislock.Group
 	// Roster (the fleet registry), History (the leaderships) and Operator
 	// (step down, pause, resume, requeue) live on the first node too.
@@ -107,8 +108,7 @@ func Open(cfg config.Config) (*Backend, error) {
 }
 
 // openLanes builds each partition's lock and queue, the router over the
-// queues and, with partitions, the group that renews their leases
-// together. Without partitions, partition 0's keys are the lock's own.
+// queues and the group that renews their leases together. Without partitions, partition 0's keys are the lock's own.
 // On a Cluster with partitions, each partition's notices go out with
 // classic PUBLISH: one subscription then hears them all, where sharded
 // pub/sub would take one connection per partition's slot.
@@ -118,6 +118,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 		nodes[i] = c
 	}
 	queues := make([]*jobs.Queue, b.Partitions)
+	counts := replicas.NewCounts(nil) // one count per master for every bump and enqueue
 	for p := range b.Partitions {
 		keys := b.Keys.Partition(p, b.Partitions)
 		l, err := redislock.New(redislock.Config{
@@ -129,6 +130,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			DriftFactor:    cfg.ClockDriftFactor,
 			NodeTimeout:    cfg.RedisNodeTimeout,
 			MinReplicas:    cfg.RedisMinReplicas,
+			ReplicaCounts:  counts,
 			ShardedNotices: b.laneSh,
 		})
 		if err != nil {
@@ -143,6 +145,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			ShardedNotices: b.laneSh,
 			MinReplicas:    cfg.RedisMinReplicas,
 			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip
+			ReplicaCounts:  counts,
 		}); err != nil {
 			return err
 		}
@@ -152,9 +155,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 	if b.Queues, err = jobs.NewRouter(queues, b.Clients[0], cfg.RedisMode != config.ModeCluster); err != nil {
 		return err
 	}
-	if b.Partitions > 1 {
-		b.Renewals, err = redislock.NewGroup(b.Lockers, cfg.RedisMode != config.ModeCluster)
-	}
+	b.Renewals, err = redislock.NewGroup(b.Lockers, cfg.RedisMode != config.ModeCluster)
 	return err
 }
 

@@ -32,16 +32,17 @@ type Daemon struct {
 	log      *slog.Logger
 	be       *backend.Backend
 	metrics  *metrics.Metrics
-	lanes    []*lane // by partition; one without partitions
+	lanes    []*lane // by partition: one with one partition
 	srv      *http.Server
 	conns    *httpapi.ConnLimiter // bounds srv's connections
 	ln       net.Listener
 	stopping atomic.Bool // set on a signal: /readyz answers 503
 
-	// With partitions: the coordinator that shares them out over the
-	// fleet, and the heartbeat that renews their leases together.
-	coord *partition.Coordinator
-	beat  *heartbeat
+	// The coordinator tells each lane whether to contend (its share of
+	// the fleet's partitions, or standing by); the renewer renews the
+	// lanes' leases together.
+	coord   *partition.Coordinator
+	renewer *leader.Renewer
 
 	// The fleet's shared view and the operator's side.
 	roster   *roster.Roster
@@ -86,45 +87,36 @@ func New(cfg config.Config, log *slog.Logger) (*Daemon, error) {
 	return d, nil
 }
 
-// partitioned: the fleet has more than one partition, so this replica
-// runs one resident chart per partition under a coordinator.
-func (d *Daemon) partitioned() bool { return d.be.Partitions > 1 }
-
 // assemble builds the parts in dependency order, so no part is wired to
 // another that does not exist yet.
 func (d *Daemon) assemble() error {
 	cfg := d.cfg
-	handler, err := jobHandler(cfg, d.log)
-	if err != nil {
-		return err
-	}
+	var err error
 	if d.metrics, err = metrics.New(metrics.Config{States: stateNames(), Version: d.build.Short(), GoVersion: d.build.Go,
 		Charts: d.be.Partitions}); err != nil {
 		return err
 	}
 	d.replicas = newReplicaShortage(d.log)
 	d.eviction = newEvictionGuard(d.be.EvictionPolicies, evictionCheckInterval(cfg), cfg.RedisNodeTimeout, d.log)
-	d.eviction.safeNow = func() {
-		for _, l := range d.lanes {
-			l.machine.NotifyReleased() // a waiting lane tries at once
-		}
-	}
-	if d.partitioned() {
-		d.beat = newHeartbeat(d.be.Renewals, d.be.Partitions, cfg.RenewInterval, d.log)
+	d.eviction.changed = d.guardsChanged
+	if d.renewer, err = leader.NewRenewer(leader.RenewerConfig{Group: d.be.Renewals, Partitions: d.be.Partitions,
+		Interval: cfg.RenewInterval}); err != nil {
+		return err
 	}
 	if d.slots, err = jobs.NewSlots(cfg.JobConcurrency); err != nil {
 		return err
 	}
 	for p := range d.be.Partitions {
-		l, err := d.newLane(p, handler)
+		l, err := d.newLane(p)
 		if err != nil {
 			return err
 		}
 		d.lanes = append(d.lanes, l)
 	}
+	sayHandler(cfg, d.log)
 	src := metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK,
 		Eviction: d.eviction.byNode}
-	if d.partitioned() {
+	if _, one := d.lock(); !one {
 		src.Partitions = d.partitionStats
 	}
 	if err := d.metrics.Watch(src); err != nil {
@@ -133,15 +125,24 @@ func (d *Daemon) assemble() error {
 	if err := d.assembleFleet(); err != nil {
 		return err
 	}
-	if d.partitioned() {
-		if err := d.assemblePartitions(); err != nil {
-			return err
-		}
+	if err := d.assemblePartitions(); err != nil {
+		return err
 	}
 	if err := d.newDashboard(); err != nil {
 		return err
 	}
 	return d.newServer()
+}
+
+// lock is the fleet's one lock when it has one partition: /status, the
+// registry record, the metrics and the page then speak of it as the lock
+// (its holder, its token, its lease), as they did before partitions.
+// With several, they speak of each partition instead.
+func (d *Daemon) lock() (*lane, bool) {
+	if len(d.lanes) == 1 {
+		return d.lanes[0], true
+	}
+	return nil, false
 }
 
 // assembleFleet builds the reporter that keeps this replica's registry
@@ -155,15 +156,10 @@ func (d *Daemon) assembleFleet() error {
 	return err
 }
 
-// redisOK reports whether Redis answers this replica: its last lock
-// command did; with partitions, its last registry read did (a replica
-// may lead none of them and so send no lock command at all).
-func (d *Daemon) redisOK() bool {
-	if d.coord != nil {
-		return d.coord.Status().ReadOK
-	}
-	return d.lanes[0].leader.RedisOK()
-}
+// redisOK reports whether Redis answers this replica: its last registry
+// read did (the coordinator reads it every half refresh period, whether
+// or not the replica leads or sends any lock command).
+func (d *Daemon) redisOK() bool { return d.coord.Status().ReadOK }
 
 // jobHandler is the handler JOB_HANDLER names.
 func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
@@ -205,9 +201,16 @@ func httpHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {
 	if err != nil {
 		return nil, &config.Error{Var: "JOB_URL", Msg: err.Error()} // never quotes the URL
 	}
-	log.Info("jobs go to an HTTP service", "url", jobs.SafeURL(cfg.JobURL), "bearerToken", cfg.JobURLToken != "",
-		"timeout", cfg.JobTimeout.String())
 	return h, nil
+}
+
+// sayHandler says once where jobs go, when that is an HTTP service (each
+// lane has its own handler, with its own logger).
+func sayHandler(cfg config.Config, log *slog.Logger) {
+	if cfg.JobHandler == config.HandlerHTTP {
+		log.Info("jobs go to an HTTP service", "url", jobs.SafeURL(cfg.JobURL), "bearerToken", cfg.JobURLToken != "",
+			"timeout", cfg.JobTimeout.String())
+	}
 }
 
 func stateNames() []string {

@@ -78,7 +78,7 @@ func (r *replica) stop(t *testing.T) error {
 func (r *replica) leads() int {
 	n := 0
 	for _, l := range r.d.lanes {
-		if l.leader.Status().Leader {
+		if l.leader.Snapshot().Leads() {
 			n++
 		}
 	}
@@ -86,18 +86,18 @@ func (r *replica) leads() int {
 }
 
 // TestAssembleAndShutDown: a replica is assembled from its configuration
-// (one lane, or one per partition), serves HTTP, leads what it should,
-// and on the signal stops every chart (each released and idle), the
-// server and every goroutine it started (goleak, in TestMain), and Run
-// returns nil.
+// (one lane per partition, one with one partition: the same parts), serves
+// HTTP, leads what it should, and on the signal stops every lane (each
+// released and idle), the server and every goroutine it started (goleak,
+// in TestMain), and Run returns nil.
 func TestAssembleAndShutDown(t *testing.T) {
 	for _, p := range []int{1, 4} {
 		t.Run(fmt.Sprint("partitions=", p), func(t *testing.T) {
 			s := redistest.Start(t, redistest.Options{})
 			cfg := load(t, "REDIS_URLS="+s.URL(), fmt.Sprint("PARTITIONS=", p), "WORKER_ID=w1")
 			r := start(t, cfg)
-			if len(r.d.lanes) != p || (p > 1) != (r.d.coord != nil) || (p > 1) != (r.d.beat != nil) {
-				t.Fatalf("%d lanes, coordinator %v, heartbeat %v for PARTITIONS=%d", len(r.d.lanes), r.d.coord != nil, r.d.beat != nil, p)
+			if len(r.d.lanes) != p {
+				t.Fatalf("%d lanes for PARTITIONS=%d", len(r.d.lanes), p)
 			}
 			poll.Until(t, 10*time.Second, "every lane leads", func() bool { return r.leads() == p })
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", cfg.Port))
@@ -109,8 +109,8 @@ func TestAssembleAndShutDown(t *testing.T) {
 				t.Fatalf("Run = %v, want nil", err)
 			}
 			for _, l := range r.d.lanes {
-				if st := l.machine.State(); st != machine.Idle || l.leader.HeldLease() != nil {
-					t.Fatalf("lane %d after Run: %v, lease %v", l.n, st, l.leader.HeldLease())
+				if s := l.leader.Snapshot(); s.State != machine.Idle || s.Leads() {
+					t.Fatalf("lane %d after Run: %v, leads %v", l.n, s.State, s.Leads())
 				}
 			}
 			for n := range p {

@@ -61,10 +61,8 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 			return dashboard.Snapshot{}, err
 		}
 	}
-	self := d.lanes[0] // with partitions, the page draws partition 0's chart (for now)
-	recent, _ := self.transitions.read()
 	return dashboard.Snapshot{
-		Self:       dashboard.Self{WorkerID: d.cfg.WorkerID, State: self.machine.State().String(), Transitions: recent},
+		Self:       d.self(),
 		Epoch:      q.Epoch,
 		Replicas:   records,
 		Queue:      dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
@@ -73,10 +71,27 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	}, nil
 }
 
-// queues reads the fleet's queue figures and, with partitions, each
-// partition's (their sum is the fleet's).
+// self is this replica as the page shows it: the chart of its first
+// lane (the lock's, with one partition), and every lane's state and why
+// it does not lead.
+func (d *Daemon) self() dashboard.Self {
+	snaps := d.snapshots()
+	self := dashboard.Self{WorkerID: d.cfg.WorkerID, State: snaps[0].State.String()}
+	for _, t := range snaps[0].Recent {
+		self.Transitions = append(self.Transitions, dashboard.Transition{From: t.From.String(), To: t.To.String(),
+			Trigger: t.Trigger.String(), At: t.At})
+	}
+	for _, s := range snaps {
+		self.Lanes = append(self.Lanes, dashboard.Lane{Partition: s.Partition, State: s.State.String(), Token: s.Token,
+			Reason: d.laneReason(s.Reason)})
+	}
+	return self
+}
+
+// queues reads the fleet's queue figures and, with several partitions,
+// each partition's (their sum is the fleet's).
 func (p pageSource) queues(ctx context.Context) (figures.Queue, []figures.Queue, error) {
-	if !p.d.partitioned() {
+	if _, one := p.d.lock(); one {
 		q, err := p.d.be.Queues.Stats(ctx)
 		return q, nil, err
 	}

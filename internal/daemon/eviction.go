@@ -28,33 +28,27 @@ func evictionCheckInterval(cfg config.Config) time.Duration {
 // evictionGuard keeps this replica from leading on a Redis that evicts
 // keys (maxmemory-policy other than noeviction): an evicted lock lets a
 // second leader in, an evicted epoch hands a token out twice, an evicted
-// stream loses acknowledged jobs. Acquire asks it first (allow), and each
-// leadership's work runs under guard, which ends the work, and so the
-// leadership through the chart, the moment a check finds a master that
-// evicts. It reads every master at start-up and every interval.
+// stream loses acknowledged jobs. Every lane asks it before each acquire
+// (allow, through mayLead), and it tells the lanes when its verdict
+// changes (changed): a lane that leads then ends its work, and so its
+// leadership; one that waits on it tries at once. It reads every master
+// at start-up and every interval.
 type evictionGuard struct {
 	read     func(ctx context.Context) []backend.NodePolicy
 	interval time.Duration
 	timeout  time.Duration // per check
 	log      *slog.Logger
-	safeNow  func() // called when the policy becomes safe: the lanes try at once
+	changed  func() // the verdict changed (safe or not): the lanes ask again
 
 	mu     sync.Mutex
 	known  map[string]string // node -> its last policy read
 	failed map[string]error  // node -> why its last read failed
 	unsafe error             // the nodes that evict (EvictionErrors), or errPolicyUnchecked; nil: safe
-	// lost is cancelled, with unsafe as its cause, when the policy stops
-	// being safe; a fresh one is made when it is safe again.
-	lost   context.Context
-	loseIt context.CancelCauseFunc
 }
 
 func newEvictionGuard(read func(ctx context.Context) []backend.NodePolicy, interval, timeout time.Duration, log *slog.Logger) *evictionGuard {
-	g := &evictionGuard{read: read, interval: interval, timeout: timeout, log: log, safeNow: func() {},
+	return &evictionGuard{read: read, interval: interval, timeout: timeout, log: log, changed: func() {},
 		known: map[string]string{}, failed: map[string]error{}, unsafe: errPolicyUnchecked}
-	g.lost, g.loseIt = context.WithCancelCause(context.Background())
-	g.loseIt(errPolicyUnchecked)
-	return g
 }
 
 // Run checks every interval until ctx is done, and returns nil.
@@ -80,6 +74,20 @@ func (g *evictionGuard) check(ctx context.Context) error {
 	defer cancel()
 	policies := g.read(ctx)
 	g.mu.Lock()
+	was := g.unsafe
+	bad := g.take(policies)
+	now := g.unsafe
+	g.mu.Unlock()
+	g.say(was, now, bad)
+	if (was == nil) != (now == nil) {
+		g.changed()
+	}
+	return bad
+}
+
+// take records a read and returns the EvictionErrors of the masters known
+// to evict; g.unsafe becomes the verdict. g.mu must be held.
+func (g *evictionGuard) take(policies []backend.NodePolicy) error {
 	for _, p := range policies {
 		if p.Err != nil {
 			g.failed[p.Node] = p.Err
@@ -88,40 +96,29 @@ func (g *evictionGuard) check(ctx context.Context) error {
 		delete(g.failed, p.Node)
 		g.known[p.Node] = p.Policy
 	}
-	var now []backend.NodePolicy
+	now := make([]backend.NodePolicy, 0, len(g.known))
 	for node, policy := range g.known {
 		now = append(now, backend.NodePolicy{Node: node, Policy: policy})
 	}
 	slices.SortFunc(now, func(a, b backend.NodePolicy) int { return cmp.Compare(a.Node, b.Node) })
 	bad := backend.EvictionErr(now)
-	was := g.unsafe
-	switch {
-	case len(g.known) == 0:
+	g.unsafe = bad
+	if len(g.known) == 0 {
 		g.unsafe = errPolicyUnchecked
-	default:
-		g.unsafe = bad
-	}
-	becameUnsafe := was == nil && g.unsafe != nil
-	becameSafe := was != nil && g.unsafe == nil
-	changed := was != nil && g.unsafe != nil && was.Error() != g.unsafe.Error()
-	if becameUnsafe {
-		g.loseIt(g.unsafe)
-	}
-	if becameSafe {
-		g.lost, g.loseIt = context.WithCancelCause(context.Background())
-	}
-	g.mu.Unlock()
-	switch {
-	case bad != nil && (becameUnsafe || changed || was == errPolicyUnchecked):
-		g.log.Error("Redis evicts keys: this replica will not lead until every master runs maxmemory-policy noeviction",
-			"err", bad)
-	case becameSafe && was != errPolicyUnchecked:
-		g.log.Info("every Redis master runs maxmemory-policy noeviction again: this replica may lead")
-	}
-	if becameSafe {
-		g.safeNow()
 	}
 	return bad
+}
+
+// say logs a change of verdict once: masters that evict (again, or
+// others than before), or every master safe again after one evicted.
+func (g *evictionGuard) say(was, now, bad error) {
+	switch {
+	case bad != nil && (was == nil || was == errPolicyUnchecked || was.Error() != now.Error()):
+		g.log.Error("Redis evicts keys: this replica will not lead until every master runs maxmemory-policy noeviction",
+			"err", bad)
+	case now == nil && was != nil && was != errPolicyUnchecked:
+		g.log.Info("every Redis master runs maxmemory-policy noeviction again: this replica may lead")
+	}
 }
 
 // allow is nil when this replica may lead: every master it has read runs
@@ -130,24 +127,6 @@ func (g *evictionGuard) allow() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.unsafe
-}
-
-// guard runs work under a context that is also cancelled when the policy
-// stops being safe, and then returns why (an EvictionError), so the
-// leadership ends like any work that ends.
-func (g *evictionGuard) guard(ctx context.Context, work func(ctx context.Context) error) error {
-	g.mu.Lock()
-	lost := g.lost
-	g.mu.Unlock()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(lost, func() { cancel(context.Cause(lost)) })
-	defer stop()
-	err := work(ctx)
-	if cause := context.Cause(lost); cause != nil && ctx.Err() != nil {
-		return cause
-	}
-	return err
 }
 
 // Policies is what the guard knows of each master, for /status and the

@@ -109,6 +109,19 @@ func TestEvictionPolicyChangedAtRunTime(t *testing.T) {
 			if r.leads() != 0 {
 				t.Fatal("a lane leads on an evicting Redis")
 			}
+			// Every lane says why it does not lead.
+			_, body = get(t, cfg.Port, "/status")
+			if err := json.Unmarshal([]byte(body), &st); err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Lanes) != p {
+				t.Fatalf("/status lanes %+v, want %d", st.Lanes, p)
+			}
+			for _, l := range st.Lanes {
+				if l.Token != 0 || !strings.Contains(l.Reason, "maxmemory-policy allkeys-lru") {
+					t.Fatalf("/status lane %+v: want no token and the eviction as its reason", l)
+				}
+			}
 
 			if err := s.Client().ConfigSet(t.Context(), "maxmemory-policy", "noeviction").Err(); err != nil {
 				t.Fatal(err)
@@ -147,10 +160,10 @@ func TestFollowerObservesTheLeadersToken(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	leader := start(t, load(t, "REDIS_URLS="+s.URL(), "WORKER_ID=w1"))
 	poll.Until(t, 10*time.Second, "w1 leads", func() bool { return leader.leads() == 1 })
-	token := leader.d.lanes[0].leader.Status().Token
+	token := leader.d.lanes[0].leader.Snapshot().Token
 	follower := start(t, load(t, "REDIS_URLS="+s.URL(), "WORKER_ID=w2"))
 	poll.Until(t, 10*time.Second, "w2 observes w1's token", func() bool {
-		return follower.d.lanes[0].leader.Observed() >= token
+		return follower.d.lanes[0].leader.Snapshot().Observed >= token
 	})
 	if follower.leads() != 0 {
 		t.Fatal("w2 leads beside w1")

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"sync"
 	"time"
 
-	"github.com/lockworker/lockworker/internal/dashboard"
 	"github.com/lockworker/lockworker/internal/history"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/leader"
@@ -15,108 +13,77 @@ import (
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
-// recentTransitions is how many of its own transitions a replica keeps
-// for the dashboard's chart.
-const recentTransitions = 10
-
-// transitionLog keeps the latest transitions and since when the replica
-// is in its current phase (see phase).
-type transitionLog struct {
-	mu     sync.Mutex
-	recent []dashboard.Transition
-	since  time.Time
-}
-
-// phase collapses the two loops of the chart, so a leader's renewals and
-// a follower's retries do not reset since when it leads or follows.
-func phase(s machine.State) machine.State {
-	switch s {
-	case machine.RenewLock:
-		return machine.Working
-	case machine.AcquiringLock:
-		return machine.WaitingToAcquireLock
-	}
-	return s
-}
-
-func (l *transitionLog) add(from, to machine.State, trigger machine.Trigger, at time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.recent = append(l.recent, dashboard.Transition{From: from.String(), To: to.String(), Trigger: trigger.String(), At: at})
-	if len(l.recent) > recentTransitions {
-		l.recent = l.recent[len(l.recent)-recentTransitions:]
-	}
-	if phase(from) != phase(to) || l.since.IsZero() {
-		l.since = at
-	}
-}
-
-func (l *transitionLog) read() ([]dashboard.Transition, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]dashboard.Transition(nil), l.recent...), l.since
-}
-
-// onTransition is a lane's chart's hook: metrics, the log the page
-// shows, the registry record, the coordinator, and the page itself,
-// unless the step is a routine one of the chart's two loops (a leader
-// renewing, a follower retrying), which changes nothing a page shows, so
-// it does not make it read Redis.
-func (d *Daemon) onTransition(l *lane, from, to machine.State, tr machine.Trigger) {
-	d.metrics.Transition(from.String(), to.String())
-	l.transitions.add(from, to, tr, time.Now())
+// laneChanged is every lane's Changed hook: what a lane shows changed
+// (its phase, its reason, its token, its hold), so the registry record,
+// the coordinator (when its phase changed) and the page follow. A
+// routine step of the chart's two loops (a leader renewing, a follower
+// retrying) changes none of it, so it makes no page read Redis.
+func (d *Daemon) laneChanged(prev, next *leader.Snapshot) {
 	d.reporter.Poke()
-	if d.coord != nil && phaseOf(from) != phaseOf(to) {
+	if phaseOf(prev) != phaseOf(next) {
 		d.coord.LaneChanged()
 	}
-	if !machine.Routine(from, tr) {
-		d.changed()
-	}
+	d.changed()
 }
 
 // record is this replica's registry record as it is now; nothing secret
-// goes in (the last error is scrubbed of every configured secret). Its
-// state is the phase (see phase): a record that said renew_lock or
-// acquiring_lock would only flicker, one renewal or retry in a thousand.
-// With partitions it says which partitions the replica leads, waits for
-// and avoids; its state is then the most telling of its charts' (working
-// when it leads any, waiting when it waits for any, else idle), and its
-// token 0.
-func (d *Daemon) record() roster.Record {
+// goes in (the last error is scrubbed of every configured secret). It
+// says which partitions the replica leads, waits for and avoids. Its
+// state is the most telling of its lanes' phases (machine.State.Steady:
+// a record that said renew_lock or acquiring_lock would only flicker,
+// one renewal or retry in a thousand): working when it leads any,
+// waiting when it waits for any. With one partition it also names its
+// token, as the lock's record always did.
+func (d *Daemon) record() roster.Record { return d.recordOf(d.snapshots()) }
+
+// recordOf is the record the lanes' snapshots make.
+func (d *Daemon) recordOf(snaps []*leader.Snapshot) roster.Record {
 	rec := roster.Record{WorkerID: d.cfg.WorkerID, Host: d.host, PID: os.Getpid(), Version: d.build.Short(),
 		PartitionCount: d.be.Partitions}
 	var lastErr string
 	var lastAt time.Time
-	for _, l := range d.lanes {
-		rec.JobsDone += l.worker.Committed()
-		if msg, at := l.leader.LastError(); msg != "" && at.After(lastAt) {
-			lastErr, lastAt = msg, at
+	for i, s := range snaps {
+		rec.JobsDone += d.lanes[i].worker.Committed()
+		if s.LastError != "" && s.LastErrorAt.After(lastAt) {
+			lastErr, lastAt = s.LastError, s.LastErrorAt
 		}
 	}
 	rec.LastError, rec.LastErrorClass = d.cfg.Scrub(lastErr), jobs.ErrorClass(lastErr)
-	if !d.partitioned() {
-		l := d.lanes[0]
-		s := l.leader.Status()
-		_, since := l.transitions.read()
-		rec.State, rec.Leader, rec.Token, rec.Since = phase(l.machine.State()).String(), s.Leader, s.Token, since
-		return rec
-	}
-	rec.Partitions, rec.Contending, rec.Avoiding = d.partitionsOf()
+	rec.Partitions, rec.Contending, rec.Avoiding = leadsOf(snaps)
 	rec.Leader = len(rec.Partitions) > 0
-	state := machine.Idle
-	for _, l := range d.lanes {
-		switch s := phase(l.machine.State()); {
-		case s == machine.Working:
-			state = s
-		case s == machine.WaitingToAcquireLock && state != machine.Working:
-			state = s
+	if _, one := d.lock(); one && rec.Leader {
+		rec.Token = rec.Partitions[0].Token
+	}
+	state, since := steadiest(snaps)
+	rec.State, rec.Since = state.String(), since
+	return rec
+}
+
+// steadiest is the most telling of the lanes' phases (working, then
+// waiting_to_acquire_lock, then a way out, then idle) and the latest
+// time a lane entered its phase.
+func steadiest(snaps []*leader.Snapshot) (machine.State, time.Time) {
+	rank := func(s machine.State) int {
+		switch s {
+		case machine.Working:
+			return 3
+		case machine.WaitingToAcquireLock:
+			return 2
+		case machine.Idle:
+			return 0
 		}
-		if _, since := l.transitions.read(); since.After(rec.Since) {
-			rec.Since = since
+		return 1
+	}
+	state, since := machine.Idle, time.Time{}
+	for i, s := range snaps {
+		if st := s.State.Steady(); i == 0 || rank(st) > rank(state) {
+			state = st
+		}
+		if s.Since.After(since) {
+			since = s.Since
 		}
 	}
-	rec.State = state.String()
-	return rec
+	return state, since
 }
 
 // leadershipStarted runs as each leadership's work begins: it is counted,
@@ -175,8 +142,8 @@ func (d *Daemon) onControl() {
 
 // watchControl reads the step-down requests of the partitions this
 // replica leads after each control notice, and steps down where a
-// request names the leadership's token. Followers read nothing. A
-// partition stepped down from is left to the others for the hold.
+// request names the leadership's token. Followers read nothing. A lane
+// that steps down leaves its partition to the others for the hold.
 func (d *Daemon) watchControl(ctx context.Context) error {
 	for {
 		select {
@@ -185,8 +152,8 @@ func (d *Daemon) watchControl(ctx context.Context) error {
 		case <-d.control:
 		}
 		for _, l := range d.lanes {
-			s := l.leader.Status()
-			if !s.Leader {
+			s := l.leader.Snapshot()
+			if !s.Leads() {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, d.cfg.RedisNodeTimeout)
@@ -196,14 +163,9 @@ func (d *Daemon) watchControl(ctx context.Context) error {
 				l.log.Warn("could not read the step-down request", "err", err)
 				continue
 			}
-			if token != s.Token {
-				continue
+			if token == s.Token {
+				l.leader.StepDown(token)
 			}
-			if d.partitioned() {
-				l.avoidUntil.Store(time.Now().Add(d.stepDownHold()).UnixNano())
-				d.reporter.Poke()
-			}
-			l.leader.StepDown(token)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
@@ -15,50 +14,44 @@ import (
 )
 
 // idlePoll is how often an idle leader looks at its queue when no enqueue
-// notice comes (jittered to [idlePoll/2, idlePoll]); with partitions,
-// partitionIdlePoll, since a replica leads many idle queues and the
-// notices (and a re-subscription, which wakes every worker) are what
+// notice comes (jittered to [idlePoll/2, idlePoll]); with several
+// partitions, idlePollShared, since a replica leads many idle queues and
+// the notices (and a re-subscription, which wakes every worker) are what
 // wakes them.
 const (
-	idlePoll          = 2 * time.Second
-	partitionIdlePoll = 2 * time.Minute
+	idlePoll       = 2 * time.Second
+	idlePollShared = 2 * time.Minute
 )
 
 // lane is one partition of this replica: its lock and queue, the worker
-// that runs the queue's jobs, the leader that holds the lock's lease and
-// the chart that drives the leader. Without partitions the one lane is
-// the lock and the queue.
+// that runs the queue's jobs, and the leadership (leader.Lane) that holds
+// the lock's lease and runs the worker while it does. With one partition
+// the one lane is the lock and the queue.
 type lane struct {
-	n           int
-	lock        *redislock.Locker
-	queue       *jobs.Queue
-	worker      *jobs.Worker
-	leader      *leader.Leader
-	machine     *machine.Machine
-	log         *slog.Logger
-	transitions transitionLog
-	// avoidUntil (unix ns): this replica stepped down from the partition
-	// on an operator's request and leaves it to the others until then.
-	avoidUntil atomic.Int64
+	n      int
+	lock   *redislock.Locker
+	queue  *jobs.Queue
+	worker *jobs.Worker
+	leader *leader.Lane
+	log    *slog.Logger
 }
 
-// newLane builds partition p's lane around handler, which every lane
-// shares.
-func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
+// newLane builds partition p's lane.
+func (d *Daemon) newLane(p int) (*lane, error) {
 	cfg := d.cfg
 	l := &lane{n: p, lock: d.be.Lockers[p], queue: d.be.Queues.Queues()[p], log: d.log}
-	if d.partitioned() {
-		l.log = d.log.With("partition", p)
+	poll := idlePoll
+	if d.be.Partitions > 1 { // the lines of one lock need not say which
+		l.log, poll = d.log.With("partition", p), idlePollShared
 	}
-	l.transitions.since = time.Now() // in idle since now
+	handler, err := jobHandler(cfg, l.log) // its lines carry the partition too
+	if err != nil {
+		return nil, err
+	}
 	h, work := withFaults(handler, func(ctx context.Context, lease leader.Lease) error {
 		d.leadershipStarted(ctx, l, lease.Token())
-		return d.eviction.guard(ctx, func(ctx context.Context) error { return l.worker.Process(ctx, lease) })
+		return l.worker.Process(ctx, lease)
 	})
-	poll := idlePoll
-	if d.partitioned() {
-		poll = partitionIdlePoll
-	}
 	onFailure, err := jobs.ParseFailurePolicy(cfg.JobOnFailure)
 	if err != nil {
 		return nil, err
@@ -74,94 +67,58 @@ func (d *Daemon) newLane(p int, handler jobs.Handler) (*lane, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lock leader.Lock = l.lock
-	if d.beat != nil {
-		lock = d.beat.lock(p, l.lock)
-	}
-	lock = gatedLock{Lock: lock, open: d.checked, allow: d.eviction.allow,
-		acquired: func(err error) { d.replicas.note(p, err) }}
 	l.leader, err = leader.New(leader.Config{
-		Lock: lock, WorkerID: cfg.WorkerID, RetryInterval: cfg.RetryInterval,
-		Work:     work,
-		Logger:   l.log,
-		Observer: d.metrics,
+		Partition: p, Lock: l.lock, Renewer: d.renewer, WorkerID: cfg.WorkerID, Work: work,
+		RetryInterval: cfg.RetryInterval,
+		// Stopping work and releasing each get at most half the shutdown
+		// budget, so the release still has time.
+		StopTimeout: cfg.ShutdownTimeout / 2,
+		MayLead:     d.mayLead,
+		Said:        d.replicas.said,
+		Acquired:    func(err error) { d.replicas.note(p, err) },
 		BeforeRelease: func(ctx context.Context, token int64, cause error) {
 			d.beforeRelease(ctx, l, token, cause)
 		},
+		Changed: d.laneChanged,
+		Transitioned: func(from, to machine.State, _ machine.Trigger) {
+			d.metrics.Transition(from.String(), to.String())
+		},
+		Observer: d.metrics,
+		Logger:   l.log,
 	})
-	if err != nil {
-		return nil, err
-	}
-	l.machine, err = d.newMachine(l)
 	return l, err
 }
 
-// newMachine wires lane l's chart to its leader. Stopping work and
-// releasing each get at most half the shutdown budget, so the release
-// still has time. With partitions the chart is Resident: the coordinator
-// tells it when to contend and when to leave.
-func (d *Daemon) newMachine(l *lane) (*machine.Machine, error) {
-	half := d.cfg.ShutdownTimeout / 2
-	return machine.New(machine.Config{
-		Acquire: l.leader.Acquire,
-		Renew:   l.leader.Renew,
-		Release: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, half)
-			defer cancel()
-			return l.leader.Release(ctx)
-		},
-		StartWork: l.leader.StartWork,
-		StopWork: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, half)
-			defer cancel()
-			return l.leader.StopWork(ctx)
-		},
-		RenewInterval: d.cfg.RenewInterval,
-		RetryDelay:    l.leader.RetryDelay,
-		Held:          func(err error) bool { return leader.HeldByAnother(err) || d.replicas.said(err) },
-		Logger:        l.log,
-		OnTransition:  func(from, to machine.State, tr machine.Trigger) { d.onTransition(l, from, to, tr) },
-		Resident:      d.partitioned(),
-	})
-}
+// errUnchecked refuses an acquire before the fleet's partition count was
+// read: Redis has not answered yet.
+var errUnchecked = errors.New("the partition count is not checked yet: Redis has not answered")
 
-// avoiding reports that this replica stepped down from the lane's
-// partition and leaves it to the others for now.
-func (l *lane) avoiding() bool { return time.Now().UnixNano() < l.avoidUntil.Load() }
-
-// notifyReleased wakes the lane's waiting chart, unless it is backing off
-// after its own leadership failed (its own release's notice among those).
-func (l *lane) notifyReleased() {
-	if l.leader.WantsNotice() {
-		l.machine.NotifyReleased()
-	}
-}
-
-// errUnchecked is an acquire refused before the fleet's partition count
-// was read: Redis has not answered yet.
-var errUnchecked = errors.New("daemon: the partition count is not checked yet: Redis has not answered")
-
-// gatedLock refuses to acquire until open is closed (the partition count
-// checked), so no replica leads under a PARTITIONS the fleet does not use,
-// and while allow says no (a Redis master evicts keys, or its policy is
-// not known yet: evictionGuard).
-type gatedLock struct {
-	leader.Lock
-	open     <-chan struct{}
-	allow    func() error
-	acquired func(err error) // the result of every acquire sent to Redis
-}
-
-func (g gatedLock) Acquire(ctx context.Context, workerID string, floor int64) (*redislock.Lease, error) {
+// mayLead is every lane's guard, asked before each acquire and as each
+// leadership's work starts: no replica leads under a PARTITIONS the fleet
+// does not use, nor on a Redis that evicts keys (or whose policy is not
+// known yet).
+func (d *Daemon) mayLead() error {
 	select {
-	case <-g.open:
+	case <-d.checked:
 	default:
-		return nil, errUnchecked
+		return errUnchecked
 	}
-	if err := g.allow(); err != nil {
-		return nil, err
+	return d.eviction.allow()
+}
+
+// guardsChanged tells every lane that mayLead's answer may have changed.
+func (d *Daemon) guardsChanged() {
+	for _, l := range d.lanes {
+		l.leader.GuardsChanged()
 	}
-	lease, err := g.Lock.Acquire(ctx, workerID, floor)
-	g.acquired(err)
-	return lease, err
+}
+
+// laneReason is a lane's reason as /status and the page give it, to
+// anyone who reaches the port: the error of a work that ended by its
+// class only (it may quote what a job's handler wrote), secrets scrubbed.
+func (d *Daemon) laneReason(r leader.Reason) string {
+	if r.Kind == leader.WorkEnded {
+		r.Err = jobs.ErrorClass(r.Err)
+	}
+	return d.cfg.Scrub(r.String())
 }

@@ -2,12 +2,11 @@ package daemon
 
 import (
 	"context"
-	"time"
 
 	"github.com/lockworker/lockworker/internal/backend"
+	"github.com/lockworker/lockworker/internal/leader"
 	"github.com/lockworker/lockworker/internal/machine"
 	"github.com/lockworker/lockworker/internal/partition"
-	"github.com/lockworker/lockworker/internal/redislock"
 	"github.com/lockworker/lockworker/internal/roster"
 )
 
@@ -16,15 +15,16 @@ import (
 // stopping the work of many at once.
 const maxMoves = 4
 
-// assemblePartitions builds what shares the partitions out over the
-// fleet: the coordinator, which reads the registry (every half refresh
-// period, and at once on a fleet or release notice) and makes each lane
-// contend or leave; and the heartbeat's sources (built before the lanes).
+// assemblePartitions builds the coordinator, which reads the registry
+// (every half refresh period, and at once on a fleet or release notice)
+// and tells each lane whether to contend: its share of the partitions,
+// or all of them when the fleet has more replicas than partitions (one
+// partition: every replica contends, as a lock's followers do).
 func (d *Daemon) assemblePartitions() error {
 	every := backend.RegistryInterval(d.cfg)
 	lanes := make([]partition.Lane, len(d.lanes))
 	for i, l := range d.lanes {
-		lanes[i] = laneView{l}
+		lanes[i] = laneView{l.leader}
 	}
 	var err error
 	d.coord, err = partition.NewCoordinator(partition.CoordinatorConfig{
@@ -37,12 +37,11 @@ func (d *Daemon) assemblePartitions() error {
 		FreeGrace:    2 * d.cfg.RetryInterval,
 		Logger:       d.log,
 	})
-	d.beat.leases = d.heldLeases
-	d.beat.refresh = d.reporter.Refresh
 	return err
 }
 
-// members reads the fleet's live members from the registry.
+// members reads the fleet's live members from the registry, and tells
+// the lanes of the tokens the records name (each acquire's floor).
 func (d *Daemon) members(ctx context.Context) ([]partition.Member, error) {
 	records, err := d.roster.List(ctx)
 	if err != nil {
@@ -61,29 +60,20 @@ func (d *Daemon) members(ctx context.Context) ([]partition.Member, error) {
 	return out, nil
 }
 
-// heldLeases are the lanes' leases, by partition (nil where none is held).
-func (d *Daemon) heldLeases() []*redislock.Lease {
-	out := make([]*redislock.Lease, len(d.lanes))
-	for i, l := range d.lanes {
-		out[i] = l.leader.HeldLease()
-	}
-	return out
-}
-
 // laneView is a lane as the coordinator drives it.
-type laneView struct{ l *lane }
+type laneView struct{ l *leader.Lane }
 
 var _ partition.Lane = laneView{}
 
-func (v laneView) Phase() partition.Phase { return phaseOf(v.l.machine.State()) }
-func (v laneView) Token() int64           { return v.l.leader.Status().Token }
-func (v laneView) Avoiding() bool         { return v.l.avoiding() }
-func (v laneView) Contend()               { v.l.machine.Contend() }
-func (v laneView) Leave()                 { v.l.machine.Leave() }
+func (v laneView) Phase() partition.Phase { return phaseOf(v.l.Snapshot()) }
+func (v laneView) Token() int64           { return v.l.Snapshot().Token }
+func (v laneView) Avoiding() bool         { return v.l.Snapshot().Avoiding() }
+func (v laneView) Contend()               { v.l.Contend(true) }
+func (v laneView) Leave()                 { v.l.Contend(false) }
 
-// phaseOf is where a chart in state s stands for the coordinator.
-func phaseOf(s machine.State) partition.Phase {
-	switch s {
+// phaseOf is where a lane stands for the coordinator.
+func phaseOf(s *leader.Snapshot) partition.Phase {
+	switch s.State {
 	case machine.AcquiringLock, machine.WaitingToAcquireLock:
 		return partition.Contending
 	case machine.Working, machine.RenewLock:
@@ -94,25 +84,30 @@ func phaseOf(s machine.State) partition.Phase {
 	return partition.Idle
 }
 
-// partitionsOf is what a partitioned replica's record says of its lanes:
-// the partitions it leads (with tokens), waits for, and avoids.
-func (d *Daemon) partitionsOf() (owned []roster.Owned, contending, avoiding []int) {
-	for _, l := range d.lanes {
-		switch phaseOf(l.machine.State()) {
+// leadsOf is what the record says of the lanes: the partitions the
+// replica leads (with tokens), waits for, and avoids.
+func leadsOf(snaps []*leader.Snapshot) (owned []roster.Owned, contending, avoiding []int) {
+	for _, s := range snaps {
+		switch phaseOf(s) {
 		case partition.Owning:
-			if s := l.leader.Status(); s.Leader {
-				owned = append(owned, roster.Owned{Partition: l.n, Token: s.Token})
+			if s.Leads() {
+				owned = append(owned, roster.Owned{Partition: s.Partition, Token: s.Token})
 			}
 		case partition.Contending:
-			contending = append(contending, l.n)
+			contending = append(contending, s.Partition)
 		}
-		if l.avoiding() {
-			avoiding = append(avoiding, l.n)
+		if s.Avoiding() {
+			avoiding = append(avoiding, s.Partition)
 		}
 	}
 	return owned, contending, avoiding
 }
 
-// stepDownHold is how long a partition this replica stepped down from is
-// left to the others.
-func (d *Daemon) stepDownHold() time.Duration { return 2 * d.cfg.RetryInterval }
+// snapshots are the lanes' latest snapshots, by partition.
+func (d *Daemon) snapshots() []*leader.Snapshot {
+	out := make([]*leader.Snapshot, len(d.lanes))
+	for i, l := range d.lanes {
+		out[i] = l.leader.Snapshot()
+	}
+	return out
+}

@@ -44,33 +44,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err // a master evicts keys: exit 2, naming it, its policy and the fix
 	}
 
-	// aux carries everything but the charts: it ends when they do, or
+	// aux carries everything but the lanes: it ends when they do, or
 	// when the shutdown budget runs out.
 	aux, stopAux := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAux()
 	g, gctx := errgroup.WithContext(aux)
-	// The charts stop on a signal; with partitions, only once this
-	// replica's record is gone, so the others contend for its partitions
-	// before it releases them (see leave).
-	charts := ctx
-	if d.partitioned() {
-		var stopCharts context.CancelFunc
-		charts, stopCharts = context.WithCancel(context.WithoutCancel(ctx))
-		defer stopCharts()
-		g.Go(func() error { d.leave(ctx, gctx, stopCharts); return nil })
-		g.Go(func() error { return d.coord.Run(charts) })
-		g.Go(func() error { return d.beat.Run(charts) })
-	}
-	machinesDone := make(chan struct{})
+	// The lanes stop on a signal, once this replica's record is gone, so
+	// the others contend for its partitions before it releases them (see
+	// leave).
+	lanes, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLanes()
+	g.Go(func() error { d.leave(ctx, gctx, stopLanes); return nil })
+	g.Go(func() error { return d.coord.Run(lanes) })
+	g.Go(func() error { return d.renewer.Run(gctx) })
+	lanesDone := make(chan struct{})
 	g.Go(func() error {
-		defer close(machinesDone)
-		defer stopAux() // the charts are the daemon: when they end, everything ends
-		return d.runCharts(charts)
+		defer close(lanesDone)
+		defer stopAux() // the lanes are the daemon: when they end, everything ends
+		return d.runLanes(lanes)
 	})
 	g.Go(func() error {
-		<-gctx.Done() // the charts ended, or another part failed: stop the charts too
+		<-gctx.Done() // the lanes ended, or another part failed: stop the lanes too
 		for _, l := range d.lanes {
-			l.machine.Stop()
+			l.leader.Stop()
 		}
 		return nil
 	})
@@ -88,7 +84,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	waited := make(chan error, 1)
 	go func() { waited <- g.Wait() }() // owned below: read on every path but the bounded give-up
-	if err := d.awaitMachine(ctx, machinesDone); err != nil {
+	if err := d.awaitLanes(ctx, lanesDone); err != nil {
 		stopAux()
 		select {
 		case <-waited:
@@ -104,25 +100,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
-// runCharts runs every lane's chart until each has returned.
-func (d *Daemon) runCharts(ctx context.Context) error {
-	if len(d.lanes) == 1 {
-		return d.lanes[0].machine.Run(ctx)
-	}
+// runLanes runs every lane until each has returned.
+func (d *Daemon) runLanes(ctx context.Context) error {
 	var g errgroup.Group
 	for _, l := range d.lanes {
-		g.Go(func() error { return l.machine.Run(ctx) })
+		g.Go(func() error { return l.leader.Run(ctx) })
 	}
 	return g.Wait()
 }
 
-// leave is a partitioned replica's way out: once a signal comes (ctx) it
-// removes its registry record and announces it, so the others contend
-// for its partitions at once, then stops its charts (stopCharts), which
-// stop their work and release their locks with the notices. A failure
-// of another part (aux done) stops the charts at once.
-func (d *Daemon) leave(ctx, aux context.Context, stopCharts context.CancelFunc) {
-	defer stopCharts()
+// leave is the replica's way out: once a signal comes (ctx) it removes
+// its registry record and announces it, so the others contend for its
+// partitions at once, then stops its lanes (stopLanes), which stop their
+// work and release their locks with the notices. A failure of another
+// part (aux done) stops the lanes at once.
+func (d *Daemon) leave(ctx, aux context.Context, stopLanes context.CancelFunc) {
+	defer stopLanes()
 	select {
 	case <-ctx.Done():
 	case <-aux.Done():
@@ -158,18 +151,16 @@ func (d *Daemon) checkPartitionsOnce(ctx context.Context) (checked bool, err err
 }
 
 // checkPartitions asks until Redis answers (with back-off), then opens
-// the lanes' gate and wakes the lanes, or ends Run with the refusal of
-// another count. Until then no lane acquires (gatedLock): no replica
-// leads under a PARTITIONS the fleet does not use.
+// the lanes' gate (a lane refused by it tries at once), or ends Run with
+// the refusal of another count. Until then no lane acquires (mayLead): no
+// replica leads under a PARTITIONS the fleet does not use.
 func (d *Daemon) checkPartitions(ctx context.Context) error {
 	for try := 1; backoff.Sleep(ctx, probeRetry.Delay(try)); try++ {
 		switch checked, err := d.checkPartitionsOnce(ctx); {
 		case err != nil:
 			return err
 		case checked:
-			for _, l := range d.lanes {
-				l.machine.NotifyReleased() // a waiting lane tries at once
-			}
+			d.guardsChanged()
 			return nil
 		}
 	}
@@ -179,11 +170,11 @@ func (d *Daemon) checkPartitions(ctx context.Context) error {
 // probeRetry spaces the attempts to read the partition count.
 var probeRetry = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
 
-// awaitMachine waits for the charts to end. A signal (ctx done) starts
-// the clock on SHUTDOWN_TIMEOUT.
-func (d *Daemon) awaitMachine(ctx context.Context, machineDone <-chan struct{}) error {
+// awaitLanes waits for the lanes to end. A signal (ctx done) starts the
+// clock on SHUTDOWN_TIMEOUT.
+func (d *Daemon) awaitLanes(ctx context.Context, lanesDone <-chan struct{}) error {
 	select {
-	case <-machineDone:
+	case <-lanesDone:
 		return nil
 	case <-ctx.Done():
 	}
@@ -192,7 +183,7 @@ func (d *Daemon) awaitMachine(ctx context.Context, machineDone <-chan struct{}) 
 	t := time.NewTimer(d.cfg.ShutdownTimeout)
 	defer t.Stop()
 	select {
-	case <-machineDone:
+	case <-lanesDone:
 		return nil
 	case <-t.C:
 		return fmt.Errorf("shutdown took longer than SHUTDOWN_TIMEOUT (%s)", d.cfg.ShutdownTimeout)
@@ -219,12 +210,12 @@ func (d *Daemon) serve(ctx context.Context) error {
 }
 
 // watchNotices subscribes once per node: release notices from every node
-// wake a waiting chart (and, with partitions, the coordinator: the
+// wake the lane that waits for that lock, and the coordinator (the
 // releaser's record changes next); on the first node (the queue's),
 // enqueue notices wake an idle leader, control notices (an operator's
 // step-down, pause, resume) are acted on, and registry changes refresh
-// the page (and the coordinator's view). With partitions on a Cluster,
-// the partitions' notices come over a subscription of their own
+// the page and the coordinator's view. With partitions on a Cluster, the
+// partitions' notices come over a subscription of their own
 // (backend.LaneSources).
 func (d *Daemon) watchNotices(ctx context.Context, g *errgroup.Group) {
 	fleet, lanes := d.be.Sources(), d.be.LaneSources()
@@ -234,10 +225,8 @@ func (d *Daemon) watchNotices(ctx context.Context, g *errgroup.Group) {
 			keys := d.be.Keys.Partition(l.n, d.be.Partitions)
 			if d.cfg.ReleaseNotices {
 				byLane[keys.ReleasedChannel()] = func() {
-					l.notifyReleased()
-					if d.coord != nil {
-						d.coord.MembersChanged()
-					}
+					l.leader.NotifyReleased()
+					d.coord.MembersChanged()
 				}
 			}
 			if i == 0 {
@@ -249,9 +238,7 @@ func (d *Daemon) watchNotices(ctx context.Context, g *errgroup.Group) {
 			byFleet[d.be.Keys.ControlChannel()] = d.onControl
 			byFleet[d.be.Keys.FleetChannel()] = func() {
 				d.changed()
-				if d.coord != nil {
-					d.coord.MembersChanged()
-				}
+				d.coord.MembersChanged()
 			}
 		}
 		if !d.be.LaneNoticesApart() {

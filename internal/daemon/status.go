@@ -63,25 +63,29 @@ func (d *Daemon) maxConns() int {
 // status is GET /status: this replica's view, and who holds the lock and
 // the fleet-wide queue figures when Redis answers in time. The two reads
 // run side by side, so a Redis that does not answer delays the answer by
-// statusQueueTimeout once, not twice. With partitions it lists the
-// partitions this replica leads; the holder of each is `lockworker
-// partitions`'s to show.
+// statusQueueTimeout once, not twice. It lists every lane with its state
+// and why it does not lead; with several partitions, also the partitions
+// this replica leads (the holder of each is `lockworker partitions`'s to
+// show).
 func (d *Daemon) status(ctx context.Context) statusdoc.Status {
-	rec := d.record()
+	snaps := d.snapshots() // one reading serves every field
+	rec := d.recordOf(snaps)
 	st := statusdoc.Status{
 		WorkerID: d.cfg.WorkerID, State: rec.State, Leader: rec.Leader, Token: rec.Token,
 		LockKey: d.be.Keys.Key(), Mode: string(d.be.Mode()), Partitions: d.be.Partitions,
 		Nodes: len(d.be.Clients), RedisOK: d.redisOK(), Version: d.build.Short(),
 	}
-	if d.partitioned() {
-		for _, l := range d.lanes {
-			if s := l.leader.Status(); s.Leader {
-				st.Leads = append(st.Leads, statusdoc.LeadStatus{Partition: l.n, Token: s.Token, LeaseLeftMs: s.LeaseLeft.Milliseconds()})
-			}
-		}
+	for _, s := range snaps {
+		st.Lanes = append(st.Lanes, statusdoc.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,
+			LeaseLeftMs: s.LeaseLeft().Milliseconds(), Reason: d.laneReason(s.Reason)})
+	}
+	if _, one := d.lock(); one {
+		st.State, st.LeaseLeft = snaps[0].State.String(), snaps[0].LeaseLeft().Milliseconds()
 	} else {
-		st.State = d.lanes[0].machine.State().String()
-		st.LeaseLeft = d.lanes[0].leader.Status().LeaseLeft.Milliseconds()
+		for _, o := range rec.Partitions {
+			st.Leads = append(st.Leads, statusdoc.LeadStatus{Partition: o.Partition, Token: o.Token,
+				LeaseLeftMs: st.Lanes[o.Partition].LeaseLeftMs})
+		}
 	}
 	st.Eviction = d.evictionStatus()
 	st.Replicas = d.replicaStatus()
@@ -145,28 +149,29 @@ func (d *Daemon) evictionStatus() *statusdoc.Eviction {
 	return e
 }
 
-// metricsSnapshot is the leadership for the metrics: without partitions
-// the lock's; with them, whether this replica leads any, and which with
-// which tokens (token and lease left are per partition there, and 0
-// here).
+// metricsSnapshot is the leadership for the metrics: with one
+// partition, the lock's; with several, whether this replica leads any,
+// and which with which tokens (token and lease left are per partition
+// there, and 0 here).
 func (d *Daemon) metricsSnapshot() metrics.Snapshot {
-	if d.partitioned() {
-		owned, _, _ := d.partitionsOf()
-		return metrics.Snapshot{Leader: len(owned) > 0, Leads: owned}
+	if l, one := d.lock(); one {
+		s := l.leader.Snapshot()
+		return metrics.Snapshot{Leader: s.Leads(), Token: s.Token, LeaseLeft: s.LeaseLeft()}
 	}
-	s := d.lanes[0].leader.Status()
-	return metrics.Snapshot{Leader: s.Leader, Token: s.Token, LeaseLeft: s.LeaseLeft}
+	owned, _, _ := leadsOf(d.snapshots())
+	return metrics.Snapshot{Leader: len(owned) > 0, Leads: owned}
 }
 
 // holder reads who holds the lock within statusQueueTimeout, for /status;
-// nil with partitions.
+// nil with several partitions.
 func (d *Daemon) holder(ctx context.Context) *statusdoc.Holder {
-	if d.partitioned() {
+	l, one := d.lock()
+	if !one {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
-	h, err := d.lanes[0].lock.Holder(ctx)
+	h, err := l.lock.Holder(ctx)
 	if err != nil {
 		return &statusdoc.Holder{Error: "unavailable"}
 	}

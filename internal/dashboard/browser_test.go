@@ -70,6 +70,9 @@ func TestBrowser(t *testing.T) {
 	if n := p.Eval(t, `String(document.querySelectorAll('button.action').length)`); n != "0" {
 		t.Errorf("%s action buttons without an admin token, want none", n)
 	}
+	if got := p.Eval(t, `document.querySelector('#lanes-body tr[data-partition="0"]').textContent`); got != "0waiting_to_acquire_lock—held by lockworker-2 (token 42) until 12:00:03.000" {
+		t.Errorf("the lane's row shows %q, want its state and why it does not lead", got)
+	}
 	// Without the token, errors by their class: they may quote a payload.
 	deadRow := `document.querySelector('#dead-body tr[data-job="01JD8ZQ3M6K2V7C4XN9B5T1HRA"]').textContent`
 	if got := p.Eval(t, deadRow); !strings.Contains(got, "exit code 3") || strings.Contains(got, "invoice") {
@@ -94,6 +97,9 @@ func TestBrowser(t *testing.T) {
 	}
 	if got := p.Eval(t, `document.getElementById('leader-token').textContent`); got != "#43" {
 		t.Errorf("leader token shows %q after the change, want #43", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#lanes-body tr.is-leader[data-state="working"]').textContent`); got != "0working#43leading" {
+		t.Errorf("the leading lane's row shows %q", got)
 	}
 	if got := p.Eval(t, `document.querySelector('#chart g.edge.taken-0').dataset.to`); got != "working" {
 		t.Errorf("the newest marked arrow goes to %q, want working", got)

@@ -129,6 +129,7 @@ func sampleSnapshot(now time.Time) Snapshot {
 				{From: "waiting_to_acquire_lock", To: "acquiring_lock", Trigger: "RETRY_TIMER", At: ago(4 * time.Second)},
 				{From: "acquiring_lock", To: "waiting_to_acquire_lock", Trigger: "ACQUIRE_FAILED", At: ago(3 * time.Second)},
 			},
+			Lanes: []Lane{{Partition: 0, State: "waiting_to_acquire_lock", Reason: "held by lockworker-2 (token 42) until 12:00:03.000"}},
 		},
 		Epoch: 42,
 		Replicas: []roster.Record{
@@ -163,6 +164,7 @@ func sampleSnapshot(now time.Time) Snapshot {
 // replica) took over with token 43.
 func becomeLeader(s *Snapshot, now time.Time) {
 	s.Self.State = "working"
+	s.Self.Lanes = []Lane{{Partition: 0, State: "working", Token: 43}}
 	s.Self.Transitions = append(s.Self.Transitions,
 		Transition{From: "waiting_to_acquire_lock", To: "acquiring_lock", Trigger: "RELEASE_NOTICE", At: now},
 		Transition{From: "acquiring_lock", To: "working", Trigger: "LOCK_ACQUIRED", At: now})

@@ -56,6 +56,18 @@ type Self struct {
 	// Transitions are the latest transitions, oldest first; the page marks
 	// the last few on the chart.
 	Transitions []Transition `json:"transitions"`
+	// Lanes are the replica's lanes, one per partition: each one's state
+	// and why it does not lead.
+	Lanes []Lane `json:"lanes"`
+}
+
+// Lane is one lane of the serving replica (one partition's leadership).
+type Lane struct {
+	Partition int    `json:"partition"`
+	State     string `json:"state"`
+	Token     int64  `json:"token,omitempty"`
+	// Reason says why the lane does not lead; empty while it leads.
+	Reason string `json:"reason"`
 }
 
 // Transition is one move of the machine.
@@ -141,6 +153,9 @@ func (s Snapshot) normalized() Snapshot {
 	}
 	if s.Self.Transitions == nil {
 		s.Self.Transitions = []Transition{}
+	}
+	if s.Self.Lanes == nil {
+		s.Self.Lanes = []Lane{}
 	}
 	if s.Queue.DeadLetters == nil {
 		s.Queue.DeadLetters = []DeadLetter{}

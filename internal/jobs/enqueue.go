@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/notice"
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
@@ -143,7 +144,7 @@ func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, part
 		}
 	}
 	if conn != nil { // the WAIT of acks.check, bounded by its timeout
-		b.After = append(b.After, []any{"WAIT", want, ack.timeout.Milliseconds()})
+		b.After = append(b.After, replicas.WaitCommand(want, ack.timeout))
 	}
 	_, r := scriptpipe.Run(ctx, c, b, nil)
 	var refused redis.Error

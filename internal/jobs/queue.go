@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/replicas"
 )
 
 // Config configures a Queue.
@@ -49,6 +49,10 @@ type Config struct {
 	MinReplicas int
 	// ReplicaTimeout bounds that WAIT. Default 1s.
 	ReplicaTimeout time.Duration
+	// ReplicaCounts caches the masters' online replicas; share one with
+	// the locks (redislock.Config.ReplicaCounts). Default: the queue's
+	// own.
+	ReplicaCounts *replicas.Counts
 }
 
 // Queue is one partition's job queue as producers and operators see it:
@@ -116,13 +120,6 @@ func New(cfg Config) (*Queue, error) {
 		noticeAfter: isCluster(cfg.Client) && !cfg.ShardedNotices,
 		acks:        newAcks(cfg),
 	}, nil
-}
-
-func newAcks(cfg Config) *acks {
-	if cfg.MinReplicas < 0 {
-		return nil
-	}
-	return &acks{min: cfg.MinReplicas, timeout: cmp.Or(cfg.ReplicaTimeout, time.Second), counts: map[string]replicaCount{}}
 }
 
 func isCluster(c redis.Cmdable) bool {

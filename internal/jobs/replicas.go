@@ -1,10 +1,10 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,25 +19,27 @@ import (
 // after this error may add it twice (jobs are at-least-once anyway).
 var ErrNotReplicated = errors.New("jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)")
 
-// replicaCountTTL is how long a master's count of online replicas is
-// trusted before INFO replication is read again.
-const replicaCountTTL = time.Second
-
-// acks is the WAIT step of the enqueues: a write is acknowledged to the
-// caller only once every online replica of its master (INFO replication,
-// state=online: one in a full resync cannot acknowledge), and at least
-// min, has it. With no replica and min 0 nothing waits.
+// acks is the WAIT step of the enqueues (package replicas): a write is
+// acknowledged to the caller only once every online replica of its
+// master, and at least min, has it. With no replica and min 0 nothing
+// waits.
 type acks struct {
 	min     int
 	timeout time.Duration
-
-	mu     sync.Mutex
-	counts map[string]replicaCount // by master address
+	counts  *replicas.Counts
 }
 
-type replicaCount struct {
-	n    int
-	read time.Time
+// newAcks is the queue's WAIT step; nil when enqueues are not waited for
+// (MinReplicas < 0).
+func newAcks(cfg Config) *acks {
+	if cfg.MinReplicas < 0 {
+		return nil
+	}
+	counts := cfg.ReplicaCounts
+	if counts == nil {
+		counts = replicas.NewCounts(nil)
+	}
+	return &acks{min: cfg.MinReplicas, timeout: cmp.Or(cfg.ReplicaTimeout, time.Second), counts: counts}
 }
 
 // conn is a connection to the master that holds key and how many
@@ -49,37 +51,15 @@ func (a *acks) conn(ctx context.Context, c redis.Cmdable, key string) (*redis.Co
 	if a == nil {
 		return nil, 0, nil
 	}
-	var m *redis.Client
-	switch c := c.(type) {
-	case *redis.Client:
-		m = c
-	case *redis.ClusterClient:
-		var err error
-		if m, err = c.MasterForKey(ctx, key); err != nil {
-			return nil, 0, err
-		}
-	default:
-		return nil, 0, nil
+	m, err := replicas.Master(ctx, c, key)
+	if m == nil || err != nil {
+		return nil, 0, err
 	}
-	addr := m.Options().Addr
-	a.mu.Lock()
-	rc := a.counts[addr]
-	a.mu.Unlock()
-	if time.Since(rc.read) >= replicaCountTTL {
-		info, err := m.Info(ctx, "replication").Result()
-		if err != nil {
-			return nil, 0, err
-		}
-		n, err := replicas.Online(info)
-		if err != nil {
-			return nil, 0, err
-		}
-		rc = replicaCount{n: n, read: time.Now()}
-		a.mu.Lock()
-		a.counts[addr] = rc
-		a.mu.Unlock()
+	online, err := a.counts.Fresh(ctx, m)
+	if err != nil {
+		return nil, 0, err
 	}
-	want := max(rc.n, a.min)
+	want := replicas.Want(online, a.min)
 	if want == 0 {
 		return nil, 0, nil
 	}
@@ -88,15 +68,9 @@ func (a *acks) conn(ctx context.Context, c redis.Cmdable, key string) (*redis.Co
 
 // check is the WAIT's verdict: nil when want replicas acknowledged.
 func (a *acks) check(wait *redis.Cmd, want int) error {
-	acked, err := wait.Int64()
-	if err == nil && int(acked) >= want {
-		return nil
+	// The master is not known here: every count is read again.
+	if err := a.counts.Acked("", wait, want, a.timeout); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReplicated, err)
 	}
-	a.mu.Lock()
-	clear(a.counts) // read the count again: a replica may be gone
-	a.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
-	}
-	return fmt.Errorf("%w: %d of %d replicas acknowledged within %s", ErrNotReplicated, acked, want, a.timeout)
+	return nil
 }

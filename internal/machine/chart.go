@@ -63,42 +63,47 @@ func (m *Machine) chart() chart {
 	}
 }
 
-// Entry actions. They only start things (a callback goroutine, a timer)
+// Entry actions. They only start things (a Call's goroutine, a timer)
 // and return, so Run's goroutine never blocks inside Fire. Their names are
 // what the graph shows.
 
-func (m *Machine) acquire(context.Context, ...any) error {
-	m.log.Info("Trying to acquire lock")
-	m.invoke(m.cfg.Acquire, LockAcquired, AcquireFailed)
+// acquire logs the article's "Trying to acquire lock": at INFO when the
+// attempt is news (the first, or a release notice's), at DEBUG for a
+// follower's routine retry.
+func (m *Machine) acquire(ctx context.Context, _ ...any) error {
+	level := slog.LevelInfo
+	if m.routineStep {
+		level = slog.LevelDebug
+	}
+	m.log.Log(ctx, level, "Trying to acquire lock")
+	m.invoke(m.lane.Acquire(), LockAcquired, AcquireFailed)
 	return nil
 }
 
 func (m *Machine) startWork(context.Context, ...any) error {
 	m.log.Info("Lock acquired. Starting work")
-	m.leadership++
-	lead := m.leadership
-	m.cfg.StartWork(func(err error) { m.workEnded(lead, err) })
+	m.lane.StartWork()
 	return nil
 }
 
 func (m *Machine) armRenewTimer(context.Context, ...any) error {
-	m.arm(m.cfg.RenewInterval, RenewTimer)
+	m.arm(m.lane.RenewIn(), RenewTimer)
 	return nil
 }
 
 func (m *Machine) renew(context.Context, ...any) error {
-	m.log.Debug("Renewing lock") // every RenewInterval: see routine
-	m.invoke(m.cfg.Renew, LockRenewed, RenewFailed)
+	m.log.Debug("Renewing lock") // every renewal: see Routine
+	m.invoke(m.lane.Renew(), LockRenewed, RenewFailed)
 	return nil
 }
 
 func (m *Machine) stopWork(context.Context, ...any) error {
-	m.invoke(m.cfg.StopWork, WorkStopped, WorkStopped)
+	m.invoke(m.lane.StopWork(), WorkStopped, WorkStopped)
 	return nil
 }
 
 func (m *Machine) armRetryTimer(context.Context, ...any) error {
-	d := m.cfg.RetryDelay()
+	d := m.lane.BeginWait()
 	m.log.Debug("retry timer armed", "retryInMs", d.Milliseconds())
 	m.arm(d, RetryTimer)
 	return nil
@@ -106,7 +111,7 @@ func (m *Machine) armRetryTimer(context.Context, ...any) error {
 
 func (m *Machine) release(context.Context, ...any) error {
 	m.log.Info("Releasing lock")
-	m.invoke(m.cfg.Release, LockReleased, LockReleased)
+	m.invoke(m.lane.Release(), LockReleased, LockReleased)
 	return nil
 }
 
@@ -119,8 +124,8 @@ func (m *Machine) rejoining(context.Context, ...any) bool { return !m.stopReques
 
 // onTransitioning runs between the old state's exit and the new state's
 // entry: the one place every transition passes, so it logs it (once: at
-// DEBUG for a routine step of a loop, unless it failed with a fault, at
-// INFO otherwise) and swaps the scope.
+// DEBUG for a routine step of a loop, unless it failed with a fault the
+// lane does not call routine, at INFO otherwise) and swaps the scope.
 func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) {
 	attrs := []any{
 		"from", tr.Source.(State).String(),
@@ -130,8 +135,9 @@ func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) 
 	if m.cause != nil {
 		attrs = append(attrs, "err", m.cause.Error())
 	}
+	m.routineStep = Routine(tr.Source.(State), tr.Trigger.(Trigger))
 	level := slog.LevelInfo
-	if Routine(tr.Source.(State), tr.Trigger.(Trigger)) && (m.cause == nil || m.cfg.Held(m.cause)) {
+	if m.routineStep && (m.cause == nil || m.lane.Routine(m.cause)) {
 		level = slog.LevelDebug
 	}
 	m.log.Log(ctx, level, "transition", attrs...)
@@ -140,7 +146,7 @@ func (m *Machine) onTransitioning(ctx context.Context, tr stateless.Transition) 
 }
 
 func (m *Machine) onTransitioned(_ context.Context, tr stateless.Transition) {
-	m.cfg.OnTransition(tr.Source.(State), tr.Destination.(State), tr.Trigger.(Trigger))
+	m.lane.Transitioned(tr.Source.(State), tr.Destination.(State), tr.Trigger.(Trigger))
 }
 
 // onUnhandled keeps a stray trigger from erroring the machine (stateless

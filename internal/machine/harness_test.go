@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,7 +24,7 @@ const (
 
 var errFake = errors.New("fake failure")
 
-// call is one invocation of a fake callback, waiting for its result.
+// call is one invocation of a fake Call, waiting for its result.
 type call struct {
 	ctx    context.Context
 	result chan error
@@ -38,26 +37,52 @@ type step struct {
 	trigger  Trigger
 }
 
+// Messages the fake lane takes (Post).
+type (
+	notice     struct{}           // a release notice
+	workEnded  struct{ lead int } // leadership lead's work ended by itself
+	contending struct{ want bool }
+)
+
 type harness struct {
 	t *testing.T
 	m *Machine
+	// lane is the fake lane; edit its fields before start.
+	lane *fakeLane
 
 	acquire, renew, stopWork, release chan call
 
-	mu          sync.Mutex
-	started     int
-	ended       []func(error) // each leadership's ended func, in order
-	transitions []step
-	logs        tail.Buffer // safe for the machine's goroutines
+	logs tail.Buffer // safe for the machine's goroutines
 
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
 }
 
-// newHarness builds the machine; edit cfg to replace a fake. Call start to
-// run it. Must be called inside a bubble (the channels belong to it).
-func newHarness(t *testing.T, edit ...func(*harness, *Config)) *harness {
+// fakeLane is a Lane whose Calls block until the test answers them. Its
+// fields are the owner goroutine's, like a real lane's; the test reads
+// them only while the bubble is settled (synctest.Wait).
+type fakeLane struct {
+	h *harness
+	// acquireCall, when set, replaces the blocking fake Acquire.
+	acquireCall Call
+	// routine is Lane.Routine; retryDelay is BeginWait's answer.
+	routine    func(err error) bool
+	retryDelay time.Duration
+	// startWork, when set, runs in StartWork after the count.
+	startWork func(lead int)
+
+	contend     bool
+	lead        int // leaderships started
+	discarded   int // stale results discarded
+	transitions []step
+	settled     []State
+}
+
+// newHarness builds the machine over a fake lane; edit the lane to change
+// a fake. Call start to run it. Must be called inside a bubble (the
+// channels belong to it).
+func newHarness(t *testing.T, edit ...func(*harness)) *harness {
 	t.Helper()
 	h := &harness{
 		t:        t,
@@ -67,30 +92,14 @@ func newHarness(t *testing.T, edit ...func(*harness, *Config)) *harness {
 		release:  make(chan call, 4),
 		done:     make(chan struct{}),
 	}
-	cfg := Config{
-		Acquire:  h.fake(h.acquire),
-		Renew:    h.fake(h.renew),
-		Release:  h.fake(h.release),
-		StopWork: h.fake(h.stopWork),
-		StartWork: func(ended func(error)) {
-			h.mu.Lock()
-			h.started++
-			h.ended = append(h.ended, ended)
-			h.mu.Unlock()
-		},
-		RenewInterval: renewInterval,
-		RetryDelay:    func() time.Duration { return retryDelay },
-		Logger:        slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnTransition: func(from, to State, trigger Trigger) {
-			h.mu.Lock()
-			h.transitions = append(h.transitions, step{from, to, trigger})
-			h.mu.Unlock()
-		},
-	}
+	h.lane = &fakeLane{h: h, contend: true, retryDelay: retryDelay, routine: func(error) bool { return false }}
 	for _, e := range edit {
-		e(h, &cfg)
+		e(h)
 	}
-	m, err := New(cfg)
+	m, err := New(Config{
+		Lane:   h.lane,
+		Logger: slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,19 +107,68 @@ func newHarness(t *testing.T, edit ...func(*harness, *Config)) *harness {
 	return h
 }
 
-// fake records the call and returns what the test replies, or the
-// context's error once its state is left.
-func (h *harness) fake(ch chan call) func(context.Context) error {
-	return func(ctx context.Context) error {
+// fake is a Call that records itself on ch and returns what the test
+// replies, or the context's error once its state is left.
+func (h *harness) fake(ch chan call) Call {
+	return func(ctx context.Context) Result {
 		c := call{ctx: ctx, result: make(chan error, 1)}
 		ch <- c
 		select {
 		case err := <-c.result:
-			return err
+			return fakeResult{l: h.lane, err: err}
 		case <-ctx.Done():
-			return ctx.Err()
+			return fakeResult{l: h.lane, err: ctx.Err()}
 		}
 	}
+}
+
+type fakeResult struct {
+	l   *fakeLane
+	err error
+}
+
+func (r fakeResult) Apply() error                { return r.err }
+func (r fakeResult) Discard(ctx context.Context) { r.l.discarded++ }
+
+func (l *fakeLane) Acquire() Call {
+	if l.acquireCall != nil {
+		return l.acquireCall
+	}
+	return l.h.fake(l.h.acquire)
+}
+func (l *fakeLane) Renew() Call              { return l.h.fake(l.h.renew) }
+func (l *fakeLane) StopWork() Call           { return l.h.fake(l.h.stopWork) }
+func (l *fakeLane) Release() Call            { return l.h.fake(l.h.release) }
+func (l *fakeLane) RenewIn() time.Duration   { return renewInterval }
+func (l *fakeLane) BeginWait() time.Duration { return l.retryDelay }
+func (l *fakeLane) Contends() bool           { return l.contend }
+func (l *fakeLane) Routine(err error) bool   { return l.routine(err) }
+func (l *fakeLane) Settled(s State)          { l.settled = append(l.settled, s) }
+
+func (l *fakeLane) StartWork() {
+	l.lead++
+	if l.startWork != nil {
+		l.startWork(l.lead)
+	}
+}
+
+func (l *fakeLane) Transitioned(from, to State, trigger Trigger) {
+	l.transitions = append(l.transitions, step{from, to, trigger})
+}
+
+func (l *fakeLane) Receive(msg any) (Move, bool) {
+	switch msg := msg.(type) {
+	case notice:
+		return Move{Trigger: ReleaseNotice}, true
+	case workEnded:
+		if msg.lead != l.lead {
+			return Move{}, false // an earlier leadership's: stale
+		}
+		return Move{Trigger: WorkEnded, Cause: errFake}, true
+	case contending:
+		l.contend = msg.want
+	}
+	return Move{}, false
 }
 
 // start runs the machine under ctx. If the test ends early, cleanup stops
@@ -196,29 +254,20 @@ func (h *harness) stopThroughCleanup() {
 }
 
 func (h *harness) steps() []step {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.transitions)
+	synctest.Wait()
+	return slices.Clone(h.lane.transitions)
 }
 
-// workEnds reports the end of leadership n's work (1 = the first), as
-// the work would.
-func (h *harness) workEnds(n int, err error) {
-	h.t.Helper()
-	h.mu.Lock()
-	if n < 1 || n > len(h.ended) {
-		h.mu.Unlock()
-		h.t.Fatalf("no leadership %d (%d started)", n, len(h.ended))
-	}
-	ended := h.ended[n-1]
-	h.mu.Unlock()
-	ended(err)
-}
+// workEnds reports that leadership n's work (1 = the first) ended by
+// itself, as the work would.
+func (h *harness) workEnds(n int) { h.m.Post(workEnded{lead: n}) }
+
+// notify posts a release notice.
+func (h *harness) notify() { h.m.Post(notice{}) }
 
 func (h *harness) startedCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.started
+	synctest.Wait()
+	return h.lane.lead
 }
 
 // Drive helpers: each leaves the machine in the named state with that

@@ -14,40 +14,31 @@ import (
 // ErrRunTwice is returned by a second call to Run.
 var ErrRunTwice = errors.New("machine: Run called more than once")
 
-// Machine runs the chart. Build it with New, drive it with Run on one
-// goroutine, and talk to it from any goroutine with Stop, NotifyReleased
-// and State, Contend and Leave when it is Resident (and, from the work, the
-// ended func StartWork is given).
+// Machine runs the chart for one Lane. Build it with New, drive it with
+// Run on one goroutine, and talk to it from any goroutine with Stop, Post
+// and State.
 type Machine struct {
-	cfg Config
-	log *slog.Logger
-	sm  *stateless.StateMachine
+	lane Lane
+	log  *slog.Logger
+	sm   *stateless.StateMachine
 
-	state   atomic.Int64  // current State, for State() from any goroutine
-	events  chan event    // timers and callback results
-	stop    chan struct{} // closed by Stop
-	once    sync.Once
-	notices chan struct{} // one pending RELEASE_NOTICE at most
-	endWake chan struct{} // one pending WORK_ENDED wake-up at most
-	wake    chan struct{} // Contend or Leave changed want
-	want    atomic.Bool   // Resident: contend (Contend) or stay idle (Leave)
-	ran     atomic.Bool
-	wg      sync.WaitGroup // callback goroutines and armed timers
-
-	// The end of a leadership's work, as reported to workEnded: the
-	// leadership's number (0 when none is pending) and why it ended.
-	endMu   sync.Mutex
-	endLead uint64
-	endErr  error
+	state  atomic.Int64  // current State, for State() from any goroutine
+	events chan event    // timers and Call results
+	stop   chan struct{} // closed by Stop
+	once   sync.Once
+	inbox  mailbox
+	ran    atomic.Bool
+	exited chan struct{}  // closed when Run's loop is over
+	wg     sync.WaitGroup // Call goroutines and armed timers
 
 	// Owned by Run's goroutine (stateless calls the hooks on it, inside Fire).
 	base     context.Context // Run's ctx without its cancellation
 	scope    *scope
-	lastCall chan struct{} // closed when the last invoked callback returned
+	lastCall chan struct{} // closed when the last Call returned
 	cause    error         // the error behind the trigger being fired
-	// leadership counts the works started; WORK_ENDED acts only for the
-	// current one.
-	leadership uint64
+	// routineStep: the transition being fired is a step of one of the
+	// chart's two loops (Routine).
+	routineStep bool
 	// stopRequested is set once STOP fired: releasing_lock then ends in
 	// idle, not back among the followers.
 	stopRequested bool
@@ -55,7 +46,7 @@ type Machine struct {
 	// flight: that attempt may have reached Redis just before the release
 	// and failed, so the notice is replayed if the machine then waits.
 	noticeInAcquire bool
-	// shutdown: Stop was called or Run's ctx is done (Resident).
+	// shutdown: Stop was called or Run's ctx is done.
 	shutdown bool
 }
 
@@ -65,13 +56,12 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m := &Machine{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		events:  make(chan event),
-		stop:    make(chan struct{}),
-		notices: make(chan struct{}, 1),
-		endWake: make(chan struct{}, 1),
-		wake:    make(chan struct{}, 1),
+		lane:   cfg.Lane,
+		log:    cfg.Logger,
+		events: make(chan event),
+		stop:   make(chan struct{}),
+		inbox:  mailbox{wake: make(chan struct{}, 1)},
+		exited: make(chan struct{}),
 	}
 	m.state.Store(int64(Idle))
 	// External storage so State() is an atomic read, never a call into
@@ -86,13 +76,13 @@ func New(cfg Config) (*Machine, error) {
 	return m, nil
 }
 
-// Run is the machine's owner goroutine. It fires TRY_ACQUIRE_LOCK, then
-// turns timers, callback results, Stop, release notices and the end of the
-// work into triggers until the machine is back in idle after STOP, and
-// returns nil. Cancelling ctx acts as Stop; cleanup and release then run
-// under a context that keeps ctx's values but not its cancellation. Run
-// returns only after every goroutine it started has returned. It may be
-// called once.
+// Run is the lane's owner goroutine. It keeps the chart in idle until the
+// lane contends, then turns timers, Call results, messages and Stop into
+// triggers, until Stop (or the end of ctx) has brought the chart back to
+// idle, and returns nil. Cancelling ctx acts as Stop; cleanup and release
+// then run under a context that keeps ctx's values but not its
+// cancellation. Run returns only after every goroutine it started has
+// returned. It may be called once.
 func (m *Machine) Run(ctx context.Context) error {
 	if !m.ran.CompareAndSwap(false, true) {
 		return ErrRunTwice
@@ -100,32 +90,30 @@ func (m *Machine) Run(ctx context.Context) error {
 	m.base = context.WithoutCancel(ctx)
 	m.scope = m.openScope(0)
 	defer func() {
+		close(m.exited)
 		m.closeScope()
 		m.wg.Wait()
 	}()
 
 	in := inputs{stop: m.stop, done: ctx.Done()}
-	if m.cfg.Resident {
-		return m.runResident(&in)
-	}
-	first := TryAcquireLock
-	select { // a stop that came first still goes through cleanup and release
+	select { // stopped before it started: nothing to clean up
 	case <-in.stop:
-		first, in.stop = Stop, nil
+		m.shutdown = true
 	case <-in.done:
-		first, in.done = Stop, nil
+		m.shutdown = true
 	default:
 	}
-	m.stopRequested = first == Stop
-	if err := m.fire(first, nil); err != nil {
-		return err
-	}
-	for m.State() != Idle {
+	for {
+		if err := m.settle(); err != nil {
+			return err
+		}
+		if m.shutdown && m.State() == Idle {
+			return nil
+		}
 		if err := m.next(&in); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 // inputs are Run's stop signals; each is set to nil once it has fired.
@@ -136,100 +124,114 @@ type inputs struct {
 
 // next waits for one input and fires the trigger it stands for, if any.
 func (m *Machine) next(in *inputs) error {
-	var err error
 	select {
 	case ev := <-m.events:
-		if ev.gen != m.scope.gen {
-			m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen,
-				"state", m.State().String(), "currentGen", m.scope.gen)
-			return nil
-		}
-		err = m.fire(ev.trigger, ev.err)
+		return m.take(ev)
 	case <-in.stop:
 		in.stop = nil
-		err = m.shutDown()
+		return m.shutDown()
 	case <-in.done:
 		in.done = nil
 		m.log.Debug("context cancelled: stopping")
-		err = m.shutDown()
-	case <-m.wake:
-		err = m.reconcile()
-	case <-m.notices:
-		if m.State() == AcquiringLock {
-			m.noticeInAcquire = true
-			return nil
-		}
-		err = m.fire(ReleaseNotice, nil)
-	case <-m.endWake:
-		err = m.fireWorkEnded()
-	}
-	if err == nil && m.noticeInAcquire && m.State() != AcquiringLock {
-		m.noticeInAcquire = false
-		if m.State() == WaitingToAcquireLock {
-			m.log.Debug("replaying a release notice that came during the failed attempt")
-			err = m.fire(ReleaseNotice, nil)
-		}
-	}
-	return err
-}
-
-// runResident is Run for a Resident machine: it waits in idle until
-// Contend, and returns once it is idle after Stop or ctx.
-func (m *Machine) runResident(in *inputs) error {
-	for !m.shutdown || m.State() != Idle {
-		if err := m.next(in); err != nil {
-			return err
-		}
-		if err := m.reconcile(); err != nil {
-			return err
+		return m.shutDown()
+	case <-m.inbox.wake:
+		for _, msg := range m.inbox.take() {
+			mv, ok := m.lane.Receive(msg)
+			if !ok {
+				continue
+			}
+			if err := m.move(mv); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// shutDown takes Stop or the end of Run's ctx: STOP, unless a Resident
-// machine is idle already (it has nothing to clean up).
-func (m *Machine) shutDown() error {
-	m.shutdown = true
-	if m.cfg.Resident && m.State() == Idle {
+// take fires the trigger of a timer or a Call's result, unless it belongs
+// to a state entry that is over: a stale timer is dropped, and a stale
+// result goes back to its Call's goroutine to be discarded.
+func (m *Machine) take(ev event) error {
+	if ev.gen != m.scope.gen {
+		m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen,
+			"state", m.State().String(), "currentGen", m.scope.gen)
+		if ev.applied != nil {
+			ev.applied <- false
+		}
 		return nil
 	}
-	return m.fireStop()
+	if ev.result == nil {
+		return m.fire(ev.trigger, nil)
+	}
+	err := ev.result.Apply()
+	ev.applied <- true
+	t := ev.trigger
+	if err != nil {
+		t = ev.failed
+	}
+	return m.fire(t, err)
 }
 
-// reconcile moves a Resident machine towards what Contend and Leave asked
-// for: out of idle to contend, back to idle (cleanup, release) to leave.
-// A machine already on its way to idle (STOP fired) gets there first.
-func (m *Machine) reconcile() error {
-	if !m.cfg.Resident || m.shutdown {
+// move fires what the lane asked for. A release notice during an acquire
+// is kept for the wait that follows if that attempt fails.
+func (m *Machine) move(mv Move) error {
+	if mv.Trigger == ReleaseNotice && m.State() == AcquiringLock {
+		m.noticeInAcquire = true
 		return nil
 	}
-	switch idle := m.State() == Idle; {
-	case m.want.Load() && idle:
+	return m.fire(mv.Trigger, mv.Cause)
+}
+
+// settle runs after every input: a notice kept during a failed acquire is
+// replayed, the chart follows what the lane wants (reconcile), and the
+// lane publishes the state it is now in.
+func (m *Machine) settle() error {
+	err := m.replay()
+	if err == nil {
+		err = m.reconcile()
+	}
+	m.lane.Settled(m.State())
+	return err
+}
+
+func (m *Machine) replay() error {
+	if !m.noticeInAcquire || m.State() == AcquiringLock {
+		return nil
+	}
+	m.noticeInAcquire = false
+	if m.State() != WaitingToAcquireLock {
+		return nil
+	}
+	m.log.Debug("replaying a release notice that came during the failed attempt")
+	return m.fire(ReleaseNotice, nil)
+}
+
+// reconcile moves the chart towards what the lane wants: out of idle to
+// contend, back to idle (cleanup, release) when it no longer does. A
+// chart on its way to idle (STOP fired) gets there first; after Stop
+// nothing leaves idle again.
+func (m *Machine) reconcile() error {
+	if m.shutdown {
+		return nil
+	}
+	switch idle, want := m.State() == Idle, m.lane.Contends(); {
+	case want && idle:
 		m.stopRequested = false
 		return m.fire(TryAcquireLock, nil)
-	case !m.want.Load() && !idle && !m.stopRequested:
+	case !want && !idle && !m.stopRequested:
 		return m.fireStop()
 	}
 	return nil
 }
 
-// Contend makes a Resident machine compete for the lock: from idle it
-// fires TRY_ACQUIRE_LOCK, and it keeps competing (and leading) until
-// Leave. Safe from any goroutine; never blocks.
-func (m *Machine) Contend() { m.setWant(true) }
-
-// Leave makes a Resident machine stop competing, or give its leadership
-// up (STOP: stop the work, release the lock with the notice) and wait in
-// idle. Safe from any goroutine; never blocks.
-func (m *Machine) Leave() { m.setWant(false) }
-
-func (m *Machine) setWant(contend bool) {
-	m.want.Store(contend)
-	select {
-	case m.wake <- struct{}{}:
-	default:
+// shutDown takes Stop or the end of Run's ctx: STOP, unless the chart is
+// idle already (it holds nothing to clean up).
+func (m *Machine) shutDown() error {
+	m.shutdown = true
+	if m.State() == Idle || m.stopRequested {
+		return nil
 	}
+	return m.fireStop()
 }
 
 // fireStop fires STOP and remembers it, so that a leadership already on
@@ -237,24 +239,6 @@ func (m *Machine) setWant(contend bool) {
 func (m *Machine) fireStop() error {
 	m.stopRequested = true
 	return m.fire(Stop, nil)
-}
-
-// fireWorkEnded fires WORK_ENDED for the work of the current leadership;
-// the end of an earlier leadership's work is dropped.
-func (m *Machine) fireWorkEnded() error {
-	m.endMu.Lock()
-	lead, cause := m.endLead, m.endErr
-	m.endLead, m.endErr = 0, nil
-	m.endMu.Unlock()
-	if lead == 0 {
-		return nil // already taken with an earlier wake-up
-	}
-	if lead != m.leadership {
-		m.log.Debug("stale event dropped", "trigger", WorkEnded.String(), "leadership", lead,
-			"currentLeadership", m.leadership)
-		return nil
-	}
-	return m.fire(WorkEnded, cause)
 }
 
 // fire is the only caller of stateless's Fire. Every action and hook
@@ -271,41 +255,51 @@ func (m *Machine) fire(t Trigger, cause error) error {
 
 // Stop asks Run to stop: STOP leads through cleanup and releasing_lock to
 // idle. Safe from any goroutine, never blocks, and idempotent; a Stop
-// before Run makes Run clean up and return without acquiring.
+// before Run makes Run return at once.
 func (m *Machine) Stop() {
 	m.once.Do(func() { close(m.stop) })
 }
 
-// NotifyReleased tells the machine the lock was just released elsewhere,
-// so a waiting machine tries at once instead of sleeping out its retry
-// delay. Safe from any goroutine and never blocks: a notice is dropped if
-// one is already pending. It acts in waiting_to_acquire_lock; one that
-// comes during acquiring_lock is kept and acts if that attempt fails; in
-// every other state it is ignored.
-func (m *Machine) NotifyReleased() {
+// Post hands msg to the lane: Run passes it to Lane.Receive on its own
+// goroutine, in the order posted. Safe from any goroutine, Run's own
+// included, and never blocks; a message posted after Run returned is
+// dropped.
+func (m *Machine) Post(msg any) {
 	select {
-	case m.notices <- struct{}{}:
+	case <-m.exited:
+		return
 	default:
-	}
-}
-
-// workEnded is the ended func handed to StartWork for leadership lead.
-// It never blocks and may be called from any goroutine, StartWork's own
-// included: it keeps the end of the latest leadership (an older one is
-// stale anyway) and wakes Run.
-func (m *Machine) workEnded(lead uint64, err error) {
-	m.endMu.Lock()
-	if lead >= m.endLead {
-		m.endLead, m.endErr = lead, err
-	}
-	m.endMu.Unlock()
-	select {
-	case m.endWake <- struct{}{}:
-	default:
+		m.inbox.put(msg)
 	}
 }
 
 // State returns the current state; safe from any goroutine.
 func (m *Machine) State() State {
 	return State(m.state.Load())
+}
+
+// mailbox is the lane's messages on their way to Run: a queue that never
+// blocks its senders, and a wake-up that coalesces.
+type mailbox struct {
+	mu   sync.Mutex
+	msgs []any
+	wake chan struct{}
+}
+
+func (b *mailbox) put(msg any) {
+	b.mu.Lock()
+	b.msgs = append(b.msgs, msg)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *mailbox) take() []any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	msgs := b.msgs
+	b.msgs = nil
+	return msgs
 }

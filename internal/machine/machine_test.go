@@ -31,7 +31,7 @@ func TestChartWalk(t *testing.T) {
 		h.wantState(PauseWork)
 		h.next(h.stopWork, "StopWork").reply(nil) // WORK_STOPPED (done)
 		h.wantState(WaitingToAcquireLock)
-		h.m.NotifyReleased() // RELEASE_NOTICE
+		h.notify() // RELEASE_NOTICE
 		h.wantState(AcquiringLock)
 		h.next(h.acquire, "Acquire").reply(nil)
 		time.Sleep(renewInterval)
@@ -81,10 +81,11 @@ func TestChartWalk(t *testing.T) {
 			t.Errorf("the failed renew's error is not on its transition line:\n%s", logs)
 		}
 		for msg, n := range map[string]int{
-			`msg="Trying to acquire lock"`:       3,
-			`msg="Lock acquired. Starting work"`: 2,
-			`msg="Renewing lock"`:                3,
-			`msg="Releasing lock"`:               1,
+			`level=INFO msg="Trying to acquire lock"`:  2, // the first, and the notice's
+			`level=DEBUG msg="Trying to acquire lock"`: 1, // the routine retry
+			`msg="Lock acquired. Starting work"`:       2,
+			`msg="Renewing lock"`:                      3,
+			`msg="Releasing lock"`:                     1,
 		} {
 			if got := h.logCount(msg); got != n {
 				t.Errorf("%s logged %d times, want %d", msg, got, n)
@@ -108,10 +109,11 @@ func TestFailedCleanupStillReleases(t *testing.T) {
 	})
 }
 
-// TestStopInEveryState: STOP from any state ends in idle through cleanup
-// (which calls StopWork) and releasing_lock (which calls Release), and Run
-// returns nil. In cleanup and releasing_lock a second STOP (here the
-// context's cancellation) is ignored.
+// TestStopInEveryState: STOP from any state but idle ends in idle through
+// cleanup (which calls StopWork) and releasing_lock (which calls Release),
+// and Run returns nil. In cleanup and releasing_lock a second STOP (here
+// the context's cancellation) is ignored. (From idle, Stop ends Run at
+// once: TestStopFromIdle.)
 func TestStopInEveryState(t *testing.T) {
 	tests := []struct {
 		state State
@@ -121,12 +123,6 @@ func TestStopInEveryState(t *testing.T) {
 		// stop sends the STOP under test.
 		stop func(h *harness)
 	}{
-		// Before Run, the only time idle waits for anything: the STOP
-		// comes first, so Run goes straight to cleanup, never acquiring.
-		{Idle, func(h *harness) *call { return nil }, func(h *harness) {
-			h.m.Stop()
-			h.start(h.t.Context())
-		}},
 		{AcquiringLock, func(h *harness) *call { c := h.toAcquiring(); return &c }, nil},
 		{Working, func(h *harness) *call { h.toWorking(); return nil }, nil},
 		{RenewLock, func(h *harness) *call { c := h.toRenew(); return &c }, nil},
@@ -172,12 +168,6 @@ func TestStopInEveryState(t *testing.T) {
 					h.stopThroughCleanup()
 				}
 				steps := h.steps()
-				if tt.state == Idle {
-					h.noCall(h.acquire, "Acquire")
-					if steps[0] != (step{Idle, Cleanup, Stop}) {
-						t.Errorf("first transition = %v, want idle -> cleanup on STOP", steps[0])
-					}
-				}
 				last := steps[len(steps)-1]
 				if last != (step{ReleasingLock, Idle, LockReleased}) {
 					t.Errorf("last transition = %v", last)
@@ -210,15 +200,16 @@ func TestStartWorkOnceAcrossRenewals(t *testing.T) {
 }
 
 // TestStaleAcquireAfterStop: an Acquire that ignores its context and
-// succeeds after STOP must not move the machine or start work, and
-// cleanup's StopWork waits until that Acquire has returned.
+// succeeds after STOP must not move the machine or start work; its result
+// is discarded (a real lane releases the lease it won), and cleanup's
+// StopWork waits until that has happened.
 func TestStaleAcquireAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(h *harness, cfg *Config) {
-			cfg.Acquire = func(ctx context.Context) error {
+		h := newHarness(t, func(h *harness) {
+			h.lane.acquireCall = func(ctx context.Context) Result {
 				c := call{ctx: ctx, result: make(chan error, 1)}
 				h.acquire <- c
-				return <-c.result // deaf to ctx, like a slow network call
+				return fakeResult{l: h.lane, err: <-c.result} // deaf to ctx, like a slow network call
 			}
 		})
 		c := h.toAcquiring()
@@ -231,15 +222,19 @@ func TestStaleAcquireAfterStop(t *testing.T) {
 
 		c.reply(nil) // "acquired", too late
 		h.wantState(Cleanup)
+		stop := h.next(h.stopWork, "StopWork after the stale Acquire returned")
+		if got := h.lane.discarded; got != 1 {
+			t.Errorf("%d stale results discarded before StopWork started, want 1", got)
+		}
 		if got := h.startedCount(); got != 0 {
 			t.Errorf("StartWork called %d times after a stale acquire", got)
 		}
-		h.stopThroughCleanup()
+		stop.reply(nil)
+		h.wantState(ReleasingLock)
+		h.next(h.release, "Release").reply(nil)
+		h.finish()
 		if h.logCount("stale event dropped") == 0 {
 			t.Errorf("the stale result was not logged as dropped:\n%s", h.logs.String())
-		}
-		if got := h.startedCount(); got != 0 {
-			t.Errorf("StartWork called %d times", got)
 		}
 	})
 }
@@ -282,7 +277,7 @@ func TestReleaseNotice(t *testing.T) {
 			h := newHarness(t)
 			h.toWaiting()
 			before := time.Now()
-			h.m.NotifyReleased()
+			h.notify()
 			h.wantState(AcquiringLock)
 			h.next(h.acquire, "Acquire")
 			if waited := time.Since(before); waited != 0 {
@@ -298,7 +293,7 @@ func TestReleaseNotice(t *testing.T) {
 			h := newHarness(t)
 			c := h.toAcquiring()
 			before := time.Now()
-			h.m.NotifyReleased()
+			h.notify()
 			synctest.Wait()
 			c.reply(errors.New("held"))
 			h.next(h.acquire, "Acquire")
@@ -311,13 +306,13 @@ func TestReleaseNotice(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := newHarness(t)
 			c := h.toAcquiring()
-			h.m.NotifyReleased()
+			h.notify()
 			h.wantState(AcquiringLock)
 			h.noCall(h.acquire, "a second Acquire")
 			c.reply(nil)
 			h.wantState(Working)
 			for range 3 { // never blocks, even with a notice pending
-				h.m.NotifyReleased()
+				h.notify()
 			}
 			h.wantState(Working)
 			h.noCall(h.renew, "Renew")

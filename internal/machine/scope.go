@@ -5,19 +5,24 @@ import (
 	"time"
 )
 
-// event is something that happened off Run's goroutine, a timer firing or a
-// callback returning, on its way to Run. gen names the state entry it
-// belongs to; Run drops it unless that entry is still the current one.
+// event is something that happened off Run's goroutine, a timer firing or
+// a Call returning, on its way to Run. gen names the state entry it
+// belongs to; Run acts on it only while that entry is the current one.
 type event struct {
 	trigger Trigger
 	gen     uint64
-	err     error // the callback's error, for the transition log
+	// A Call's result: trigger fires when Apply returns nil, failed when
+	// it returns an error. applied carries Run's verdict back to the
+	// Call's goroutine: false means stale (discard it). Nil for a timer.
+	result  Result
+	failed  Trigger
+	applied chan bool
 }
 
-// scope is what one state entry owns: the context its callback runs
-// under, its timer, and the generation that tags their events. Every
-// transition closes the old scope and opens the next with gen+1, so "still
-// in state X" is never mistaken for "still in the same visit to X".
+// scope is what one state entry owns: the context its Call runs under, its
+// timer, and the generation that tags their events. Every transition
+// closes the old scope and opens the next with gen+1, so "still in state
+// X" is never mistaken for "still in the same visit to X".
 type scope struct {
 	gen    uint64
 	ctx    context.Context
@@ -30,9 +35,9 @@ func (m *Machine) openScope(gen uint64) *scope {
 	return &scope{gen: gen, ctx: ctx, cancel: cancel}
 }
 
-// closeScope cancels the state's callback and stops its timer. A timer
-// whose function already started is not waited for here: its event carries
-// an old generation and Run drops it.
+// closeScope cancels the state's Call and stops its timer. A timer whose
+// function already started is not waited for here: its event carries an
+// old generation and Run drops it.
 func (m *Machine) closeScope() {
 	s := m.scope
 	s.cancel()
@@ -41,11 +46,13 @@ func (m *Machine) closeScope() {
 	}
 }
 
-// invoke runs fn in its own goroutine under the current scope and posts ok
-// or failed. Calls are chained: each waits for the previous one to return,
-// so a cancelled Acquire or StopWork that is slow to notice can never
-// overlap the cleanup or Release that follows it.
-func (m *Machine) invoke(fn func(context.Context) error, ok, failed Trigger) {
+// invoke runs call in its own goroutine under the current scope and hands
+// its result to Run, which applies it and fires ok or failed, or, when
+// the scope is over by then, sends it back to be discarded. Calls are
+// chained: each waits until the previous one returned and its result was
+// applied or discarded, so a cancelled acquire that is slow to notice can
+// never overlap the cleanup or release that follows it.
+func (m *Machine) invoke(call Call, ok, failed Trigger) {
 	s := m.scope
 	prev, done := m.lastCall, make(chan struct{})
 	m.lastCall = done
@@ -60,12 +67,22 @@ func (m *Machine) invoke(fn func(context.Context) error, ok, failed Trigger) {
 			m.log.Debug("callback skipped: its state was left before it could start", "trigger", ok.String())
 			return
 		}
-		ev := event{trigger: ok, gen: s.gen}
-		if err := fn(s.ctx); err != nil {
-			ev.trigger, ev.err = failed, err
+		res := call(s.ctx)
+		if !m.deliver(event{trigger: ok, failed: failed, gen: s.gen, result: res, applied: make(chan bool, 1)}) {
+			res.Discard(m.base)
 		}
-		m.post(s, ev)
 	}()
+}
+
+// deliver hands a Call's result to Run and reports whether Run applied
+// it; after Run's loop is over, nothing applies it.
+func (m *Machine) deliver(ev event) bool {
+	select {
+	case m.events <- ev:
+		return <-ev.applied
+	case <-m.exited:
+		return false
+	}
 }
 
 // arm starts the current state's timer. The WaitGroup counts the timer's
@@ -76,16 +93,10 @@ func (m *Machine) arm(d time.Duration, t Trigger) {
 	m.wg.Add(1)
 	s.timer = time.AfterFunc(d, func() {
 		defer m.wg.Done()
-		m.post(s, event{trigger: t, gen: s.gen})
+		select {
+		case m.events <- event{trigger: t, gen: s.gen}:
+		case <-s.ctx.Done():
+			m.log.Debug("stale event dropped", "trigger", t.String(), "gen", s.gen)
+		}
 	})
-}
-
-// post hands ev to Run, or drops it once its scope is closed, so no sender
-// blocks after Run stopped reading.
-func (m *Machine) post(s *scope, ev event) {
-	select {
-	case m.events <- ev:
-	case <-s.ctx.Done():
-		m.log.Debug("stale event dropped", "trigger", ev.trigger.String(), "gen", ev.gen)
-	}
 }

@@ -86,3 +86,16 @@ func (t Trigger) String() string {
 	}
 	return fmt.Sprintf("Trigger(%d)", int(t))
 }
+
+// Steady is s with the chart's two loops folded: renew_lock counts as
+// working and acquiring_lock as waiting_to_acquire_lock, so a status
+// read from it does not flicker with every renewal or retry.
+func (s State) Steady() State {
+	switch s {
+	case RenewLock:
+		return Working
+	case AcquiringLock:
+		return WaitingToAcquireLock
+	}
+	return s
+}

@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ func TestWorkEndedGivesUpLeadership(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		h.toWorking()
-		h.workEnds(1, errors.New("stale token"))
+		h.workEnds(1)
 		h.wantState(Cleanup)
 		h.next(h.stopWork, "StopWork").reply(nil)
 		h.wantState(ReleasingLock)
@@ -47,7 +46,7 @@ func TestWorkEndedGivesUpLeadership(t *testing.T) {
 		if got := h.steps(); !slices.Equal(got, want) {
 			t.Errorf("transitions:\n got %v\nwant %v", got, want)
 		}
-		if !strings.Contains(h.logs.String(), `from=working to=cleanup trigger=WORK_ENDED err="stale token"`) {
+		if !strings.Contains(h.logs.String(), `from=working to=cleanup trigger=WORK_ENDED err="fake failure"`) {
 			t.Errorf("why the work ended is not on its transition line:\n%s", h.logs.String())
 		}
 	})
@@ -59,7 +58,7 @@ func TestWorkEndedDuringRenew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		renew := h.toRenew()
-		h.workEnds(1, errFake)
+		h.workEnds(1)
 		h.wantState(Cleanup)
 		if renew.ctx.Err() == nil {
 			t.Error("the renew's context was not cancelled when the work ended")
@@ -78,7 +77,7 @@ func TestStopWhileGivingUp(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t)
 				h.toWorking()
-				h.workEnds(1, errFake)
+				h.workEnds(1)
 				h.wantState(Cleanup)
 				if at == ReleasingLock {
 					h.next(h.stopWork, "StopWork").reply(nil)
@@ -98,8 +97,9 @@ func TestStopWhileGivingUp(t *testing.T) {
 }
 
 // TestStaleWorkEnded: the end of an earlier leadership's work, reported
-// late, does not move the current one; in pause_work, where the work is
-// being stopped anyway, the current one's end changes nothing either.
+// late, does not move the current one (the lane answers it with no
+// move); in pause_work, where the work is being stopped anyway, the
+// current one's WORK_ENDED changes nothing either.
 func TestStaleWorkEnded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
@@ -109,35 +109,28 @@ func TestStaleWorkEnded(t *testing.T) {
 		h.next(h.acquire, "Acquire").reply(nil)
 		h.wantState(Working) // leadership 2
 
-		h.workEnds(1, errFake)
+		h.workEnds(1)
 		h.wantState(Working)
 		h.noCall(h.stopWork, "StopWork for a stale end")
-		if h.logCount(`msg="stale event dropped" trigger=WORK_ENDED leadership=1 currentLeadership=2`) != 1 {
-			t.Errorf("the stale end was not logged as dropped:\n%s", h.logs.String())
-		}
 
 		time.Sleep(renewInterval)
 		h.next(h.renew, "Renew").reply(errFake)
 		h.wantState(PauseWork)
 		stop := h.next(h.stopWork, "StopWork in pause_work")
-		h.workEnds(2, errFake)
+		h.workEnds(2)
 		h.wantState(PauseWork)
 		stop.reply(nil)
 		h.wantState(WaitingToAcquireLock)
 	})
 }
 
-// TestWorkEndedInsideStartWork: ended never blocks, even when the work
+// TestWorkEndedInsideStartWork: Post never blocks, even when the work
 // fails before StartWork returns (on Run's own goroutine), or after Run
 // returned.
 func TestWorkEndedInsideStartWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var ends []func(error)
-		h := newHarness(t, func(h *harness, cfg *Config) {
-			cfg.StartWork = func(ended func(error)) {
-				ends = append(ends, ended)
-				ended(errFake)
-			}
+		h := newHarness(t, func(h *harness) {
+			h.lane.startWork = func(lead int) { h.m.Post(workEnded{lead: lead}) }
 		})
 		h.toAcquiring().reply(nil)
 		h.wantState(Cleanup)
@@ -145,6 +138,6 @@ func TestWorkEndedInsideStartWork(t *testing.T) {
 		h.next(h.stopWork, "StopWork").reply(nil)
 		h.next(h.release, "Release").reply(nil)
 		h.finish()
-		ends[0](errFake) // Run is gone: must return at once
+		h.workEnds(1) // Run is gone: must return at once
 	})
 }

@@ -87,7 +87,7 @@ func watchOnce(ctx context.Context, ps, moves *redis.PubSub, handlers map[string
 		moved = moves.Channel(redis.WithChannelHealthCheckInterval(healthCheck))
 	}
 	msgs := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(healthCheck))
-	subscribed := map[string]bool{}
+	w := watcher{handlers: handlers, again: again, log: log, subscribed: map[string]bool{}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,27 +101,52 @@ func watchOnce(ctx context.Context, ps, moves *redis.PubSub, handlers map[string
 			if !ok {
 				return ""
 			}
-			switch m := m.(type) {
-			case *redis.Message:
-				if h := handlers[m.Channel]; h != nil {
-					h()
-				}
-			case *redis.Subscription:
-				switch m.Kind {
-				case "unsubscribe", "sunsubscribe":
-					return "the server ended the subscription" // Watch never unsubscribes
-				case "subscribe", "ssubscribe":
-				default:
-					continue
-				}
-				if subscribed[m.Channel] || again {
-					log.Info("notices: re-subscribed, messages during the gap are lost", "channel", m.Channel)
-					if h := handlers[m.Channel]; h != nil {
-						h()
-					}
-				}
-				subscribed[m.Channel] = true
+			if why := w.take(m); why != "" {
+				return why
 			}
 		}
 	}
+}
+
+// watcher is what one subscription has seen: the channels it confirmed.
+type watcher struct {
+	handlers   map[string]func()
+	again      bool
+	log        *slog.Logger
+	subscribed map[string]bool
+}
+
+// take calls a message's handler, or takes a subscription's change: why
+// the subscription must be made again, or "".
+func (w *watcher) take(m any) string {
+	switch m := m.(type) {
+	case *redis.Message:
+		if h := w.handlers[m.Channel]; h != nil {
+			h()
+		}
+	case *redis.Subscription:
+		return w.subscription(m)
+	}
+	return ""
+}
+
+// subscription takes a (s)subscribe confirmation, which after a gap calls
+// the channel's handler (messages during the gap are lost), or an
+// unsubscribe, which only the server sends here.
+func (w *watcher) subscription(m *redis.Subscription) string {
+	switch m.Kind {
+	case "unsubscribe", "sunsubscribe":
+		return "the server ended the subscription" // Watch never unsubscribes
+	case "subscribe", "ssubscribe":
+	default:
+		return ""
+	}
+	if w.subscribed[m.Channel] || w.again {
+		w.log.Info("notices: re-subscribed, messages during the gap are lost", "channel", m.Channel)
+		if h := w.handlers[m.Channel]; h != nil {
+			h()
+		}
+	}
+	w.subscribed[m.Channel] = true
+	return ""
 }

@@ -37,7 +37,7 @@ type Assignment struct {
 }
 
 // Assign computes the owners of n partitions among members (at least one
-// member, IDs unique), in four steps every replica takes alike:
+// member, IDs unique), in five steps every replica takes alike:
 //
 //  1. Each partition's current owner is the member that holds it with the
 //     highest token.
@@ -55,17 +55,36 @@ type Assignment struct {
 func Assign(n int, members []Member) Assignment {
 	ms := slices.Clone(members)
 	slices.SortFunc(ms, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
-	a := Assignment{Owner: make([]string, n), Quota: make(map[string]int, len(ms))}
+	as := &assigner{n: n, ms: ms, a: Assignment{Owner: make([]string, n), Quota: make(map[string]int, len(ms))}}
 	if len(ms) == 0 || n <= 0 {
-		return a
+		return as.a
 	}
+	as.currentOwners()
+	as.quotas()
+	as.avoidances()
+	as.keep()
+	as.fill()
+	as.overflow()
+	return as.a
+}
 
-	current := make([]string, n) // step 1
-	best := make([]int64, n)
-	owns := make(map[string][]int, len(ms))
-	for _, m := range ms {
+// assigner is Assign's working state.
+type assigner struct {
+	n      int
+	ms     []Member // by ID
+	a      Assignment
+	owns   map[string][]int        // member -> the partitions it owns now (step 1)
+	avoids map[string]map[int]bool // member -> the partitions it avoids
+	room   map[string]int          // member -> quota left after keeping (step 3)
+}
+
+// currentOwners is step 1.
+func (as *assigner) currentOwners() {
+	current := make([]string, as.n)
+	best := make([]int64, as.n)
+	for _, m := range as.ms {
 		for p, token := range m.Owned {
-			if p < 0 || p >= n {
+			if p < 0 || p >= as.n {
 				continue
 			}
 			if current[p] == "" || token > best[p] || token == best[p] && m.ID < current[p] {
@@ -73,56 +92,69 @@ func Assign(n int, members []Member) Assignment {
 			}
 		}
 	}
+	as.owns = make(map[string][]int, len(as.ms))
 	for p, id := range current {
 		if id != "" {
-			owns[id] = append(owns[id], p)
+			as.owns[id] = append(as.owns[id], p)
 		}
 	}
+}
 
-	byClaim := slices.Clone(ms) // step 2
+// quotas is step 2.
+func (as *assigner) quotas() {
+	byClaim := slices.Clone(as.ms)
 	slices.SortFunc(byClaim, func(x, y Member) int {
-		if c := cmp.Compare(len(owns[y.ID]), len(owns[x.ID])); c != 0 {
+		if c := cmp.Compare(len(as.owns[y.ID]), len(as.owns[x.ID])); c != 0 {
 			return c
 		}
 		return cmp.Compare(xxhash.Sum64String(y.ID), xxhash.Sum64String(x.ID))
 	})
 	for i, m := range byClaim {
-		a.Quota[m.ID] = n / len(ms)
-		if i < n%len(ms) {
-			a.Quota[m.ID]++
+		as.a.Quota[m.ID] = as.n / len(as.ms)
+		if i < as.n%len(as.ms) {
+			as.a.Quota[m.ID]++
 		}
 	}
+}
 
-	avoids := make(map[string]map[int]bool, len(ms))
-	for _, m := range ms {
-		avoids[m.ID] = make(map[int]bool, len(m.Avoiding))
+func (as *assigner) avoidances() {
+	as.avoids = make(map[string]map[int]bool, len(as.ms))
+	for _, m := range as.ms {
+		as.avoids[m.ID] = make(map[int]bool, len(m.Avoiding))
 		for _, p := range m.Avoiding {
-			avoids[m.ID][p] = true
+			as.avoids[m.ID][p] = true
 		}
 	}
-	room := make(map[string]int, len(ms)) // step 3
-	for _, m := range ms {
-		ps := slices.DeleteFunc(owns[m.ID], func(p int) bool { return avoids[m.ID][p] })
-		slices.SortFunc(ps, func(x, y int) int { return cmp.Compare(score(m.ID, y), score(m.ID, x)) })
-		keep := min(len(ps), a.Quota[m.ID])
-		for _, p := range ps[:keep] {
-			a.Owner[p] = m.ID
-		}
-		room[m.ID] = a.Quota[m.ID] - keep
-	}
+}
 
-	type pair struct { // step 4
+// keep is step 3.
+func (as *assigner) keep() {
+	as.room = make(map[string]int, len(as.ms))
+	for _, m := range as.ms {
+		ps := slices.DeleteFunc(as.owns[m.ID], func(p int) bool { return as.avoids[m.ID][p] })
+		slices.SortFunc(ps, func(x, y int) int { return cmp.Compare(score(m.ID, y), score(m.ID, x)) })
+		kept := min(len(ps), as.a.Quota[m.ID])
+		for _, p := range ps[:kept] {
+			as.a.Owner[p] = m.ID
+		}
+		as.room[m.ID] = as.a.Quota[m.ID] - kept
+	}
+}
+
+// fill is step 4.
+func (as *assigner) fill() {
+	type pair struct {
 		score uint64
 		p     int
 		id    string
 	}
 	var pairs []pair
-	for p, id := range a.Owner {
+	for p, id := range as.a.Owner {
 		if id != "" {
 			continue
 		}
-		for _, m := range ms {
-			if room[m.ID] > 0 && !avoids[m.ID][p] {
+		for _, m := range as.ms {
+			if as.room[m.ID] > 0 && !as.avoids[m.ID][p] {
 				pairs = append(pairs, pair{score(m.ID, p), p, m.ID})
 			}
 		}
@@ -137,33 +169,42 @@ func Assign(n int, members []Member) Assignment {
 		return cmp.Compare(x.id, y.id)
 	})
 	for _, x := range pairs {
-		if a.Owner[x.p] == "" && room[x.id] > 0 {
-			a.Owner[x.p] = x.id
-			room[x.id]--
+		if as.a.Owner[x.p] == "" && as.room[x.id] > 0 {
+			as.a.Owner[x.p] = x.id
+			as.room[x.id]--
 		}
 	}
-	for p, id := range a.Owner { // step 5
+}
+
+// overflow is step 5.
+func (as *assigner) overflow() {
+	for p, id := range as.a.Owner {
 		if id != "" {
 			continue
 		}
 		var best uint64
-		for _, m := range ms {
-			if s := score(m.ID, p); !avoids[m.ID][p] && (a.Owner[p] == "" || s > best) {
-				a.Owner[p], best = m.ID, s
+		for _, m := range as.ms {
+			if s := score(m.ID, p); !as.avoids[m.ID][p] && (as.a.Owner[p] == "" || s > best) {
+				as.a.Owner[p], best = m.ID, s
 			}
 		}
-		if a.Owner[p] != "" {
-			a.Quota[a.Owner[p]]++
-			for _, m := range ms { // the room it leaves unfilled
-				if room[m.ID] > 0 && avoids[m.ID][p] {
-					room[m.ID]--
-					a.Quota[m.ID]--
-					break
-				}
-			}
+		if as.a.Owner[p] != "" {
+			as.a.Quota[as.a.Owner[p]]++
+			as.unfill(p)
 		}
 	}
-	return a
+}
+
+// unfill takes back a quota place that avoiding p left unfilled: the
+// first member with room that avoids p gives it to p's owner.
+func (as *assigner) unfill(p int) {
+	for _, m := range as.ms {
+		if as.room[m.ID] > 0 && as.avoids[m.ID][p] {
+			as.room[m.ID]--
+			as.a.Quota[m.ID]--
+			return
+		}
+	}
 }
 
 // score ranks partition p for member id: rendezvous hashing's weight.

@@ -58,7 +58,7 @@ type CoordinatorConfig struct {
 	// Self is this replica's worker ID. Required.
 	Self string
 	// Lanes are this replica's lanes, one per partition, by partition.
-	// Required: at least two (one partition needs no coordination).
+	// Required: at least one.
 	Lanes []Lane
 	// Members reads the live members of the fleet from the registry,
 	// this replica's own record included or not (it is replaced by what
@@ -89,8 +89,8 @@ func (cfg *CoordinatorConfig) validate() error {
 	if cfg.Self == "" {
 		bad("Self is required")
 	}
-	if len(cfg.Lanes) < 2 || len(cfg.Lanes) > Max {
-		bad("Lanes: %d lanes, want 2 to %d", len(cfg.Lanes), Max)
+	if len(cfg.Lanes) < 1 || len(cfg.Lanes) > Max {
+		bad("Lanes: %d lanes, want 1 to %d", len(cfg.Lanes), Max)
 	}
 	if cfg.Members == nil {
 		bad("Members is required")
@@ -110,8 +110,9 @@ func (cfg *CoordinatorConfig) validate() error {
 // Coordinator decides, from the registry and release notices, which
 // partitions this replica contends for and which it hands over: it
 // computes Assign over the members it sees and moves its own lanes
-// towards it. The lease of each partition, not the coordinator, is what
-// keeps one owner at a time.
+// towards it. A replica given no partition stands by for every one. The
+// lease of each partition, not the coordinator, is what keeps one owner
+// at a time.
 type Coordinator struct {
 	cfg CoordinatorConfig
 	log *slog.Logger
@@ -125,8 +126,8 @@ type Coordinator struct {
 
 // Status is what the coordinator last decided, for /status and metrics.
 type Status struct {
-	// Members are the members the last plan counted, by ID, with their
-	// quotas.
+	// Quota is how many partitions the last plan gave each member it
+	// counted, by ID.
 	Quota map[string]int
 	// Owner is who Assign would have own each partition.
 	Owner []string

@@ -113,4 +113,9 @@ func TestCoordinatorConfig(t *testing.T) {
 	if _, err := NewCoordinator(CoordinatorConfig{}); err == nil {
 		t.Fatal("an empty config was accepted")
 	}
+	one := CoordinatorConfig{Self: "self", Lanes: []Lane{&fakeLane{}}, ReadInterval: time.Second, FreeGrace: time.Second,
+		Members: func(context.Context) ([]Member, error) { return nil, nil }}
+	if _, err := NewCoordinator(one); err != nil {
+		t.Fatalf("one lane (one partition) refused: %v", err)
+	}
 }

@@ -14,6 +14,11 @@
 //   - Assign is sticky: a member keeps the partitions it owns up to its
 //     quota, so a member that joins takes only its quota from the others,
 //     and a member that leaves gives up only its own partitions.
+//   - The Coordinator makes a lane contend for its partition when Assign
+//     gives it to this replica, when it has had no owner for a while, or
+//     when Assign gives this replica nothing (more replicas than
+//     partitions): a spare stands by for every partition. With one
+//     partition every replica contends, as a lock's followers do.
 //
 // # Not guaranteed
 //

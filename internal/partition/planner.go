@@ -46,14 +46,56 @@ func (p *planner) members(ms []Member) {
 // plan computes the assignment over the members it sees and moves this
 // replica's lanes towards it:
 //
-//   - an idle lane contends when its partition is this replica's, or has
-//     had no owner for FreeGrace;
-//   - a contending lane stops when its partition is another's and has an
-//     owner or a recent one;
+//   - an idle lane contends when its partition is this replica's, has had
+//     no owner for FreeGrace, or this replica is a spare (Assign gave it
+//     no partition: the fleet has more settled members than partitions)
+//     and stands by for every partition; with one partition, every
+//     replica but its owner is a spare, so every replica contends, as a
+//     lock's followers do;
+//   - a contending lane stops when none of that holds;
 //   - an owned partition that is another's goes over once that member
 //     waits for it, at most MaxMoves at a time.
 func (p *planner) plan() Status {
 	now := p.cfg.Now()
+	self, moving := p.self()
+	v := p.view(self, now)
+	a := Assign(len(p.cfg.Lanes), v.members)
+	spare := a.Quota[p.cfg.Self] == 0
+	var surplus []int
+	for i, l := range p.cfg.Lanes {
+		p.noteFree(i, v.owned[i], now)
+		orphan := !v.owned[i] && now.Sub(p.freeSince[i]) >= p.cfg.FreeGrace && !l.Avoiding()
+		if steer(l, a.Owner[i] == p.cfg.Self, orphan || spare, v.contends[a.Owner[i]][i]) {
+			surplus = append(surplus, i)
+		}
+	}
+	moving = p.handOver(surplus, moving)
+	return Status{Quota: a.Quota, Owner: a.Owner, Moving: moving, Planned: now}
+}
+
+// steer moves one lane: an idle lane contends when its partition is mine
+// or it may stand by; a contending one stops when neither holds. It
+// reports an owned partition that is another's who waits for it: one to
+// hand over.
+func steer(l Lane, mine, standBy, awaited bool) (surplus bool) {
+	switch l.Phase() {
+	case Idle:
+		if mine || standBy {
+			l.Contend()
+		}
+	case Contending:
+		if !mine && !standBy {
+			l.Leave()
+		}
+	case Owning:
+		return !mine && awaited
+	}
+	return false
+}
+
+// self is this replica as its lanes show it, and how many of its
+// handovers are in flight.
+func (p *planner) self() (Member, int) {
 	self := Member{ID: p.cfg.Self, Owned: map[int]int64{}}
 	moving := 0
 	for i, l := range p.cfg.Lanes {
@@ -69,55 +111,54 @@ func (p *planner) plan() Status {
 			delete(p.handing, i)
 		}
 	}
-	members := []Member{self}
-	contends := map[string]map[int]bool{}
-	owned := make([]bool, len(p.cfg.Lanes))
+	return self, moving
+}
+
+// view is what a plan reads of the fleet: the members Assign counts
+// (this replica, and the others that own something or have settled),
+// which partitions each other member waits for, and which have an owner.
+type view struct {
+	members  []Member
+	contends map[string]map[int]bool
+	owned    []bool
+}
+
+func (p *planner) view(self Member, now time.Time) view {
+	v := view{members: []Member{self}, contends: map[string]map[int]bool{}, owned: make([]bool, len(p.cfg.Lanes))}
 	for i := range self.Owned {
-		owned[i] = true
+		v.owned[i] = true
 	}
 	for id, s := range p.others {
-		m := s.m
-		for part := range m.Owned {
-			if part >= 0 && part < len(owned) {
-				owned[part] = true
+		for part := range s.m.Owned {
+			if part >= 0 && part < len(v.owned) {
+				v.owned[part] = true
 			}
 		}
-		contends[id] = map[int]bool{}
+		v.contends[id] = map[int]bool{}
 		for _, part := range s.m.Contending {
-			contends[id][part] = true
+			v.contends[id][part] = true
 		}
-		if len(m.Owned) == 0 && now.Sub(s.since) < p.cfg.Settle {
+		if len(s.m.Owned) == 0 && now.Sub(s.since) < p.cfg.Settle {
 			continue // not settled: nothing is handed to it yet
 		}
-		members = append(members, m)
+		v.members = append(v.members, s.m)
 	}
-	a := Assign(len(p.cfg.Lanes), members)
+	return v
+}
 
-	var surplus []int
-	for i, l := range p.cfg.Lanes {
-		if owned[i] {
-			delete(p.freeSince, i)
-		} else if _, ok := p.freeSince[i]; !ok {
-			p.freeSince[i] = now
-		}
-		mine := a.Owner[i] == p.cfg.Self
-		orphan := !owned[i] && now.Sub(p.freeSince[i]) >= p.cfg.FreeGrace && !l.Avoiding()
-		switch l.Phase() {
-		case Idle:
-			if mine || orphan {
-				l.Contend()
-			}
-		case Contending:
-			if !mine && !orphan {
-				l.Leave()
-			}
-		case Owning:
-			if !mine && contends[a.Owner[i]][i] {
-				surplus = append(surplus, i)
-			}
-		}
+// noteFree keeps since when partition i has had no owner.
+func (p *planner) noteFree(i int, owned bool, now time.Time) {
+	if owned {
+		delete(p.freeSince, i)
+	} else if _, ok := p.freeSince[i]; !ok {
+		p.freeSince[i] = now
 	}
-	// Hand over the partitions this replica ranks lowest first.
+}
+
+// handOver hands the surplus partitions over, those this replica ranks
+// lowest first, while fewer than MaxMoves are in flight, and returns how
+// many are.
+func (p *planner) handOver(surplus []int, moving int) int {
 	slices.SortFunc(surplus, func(x, y int) int { return cmp.Compare(score(p.cfg.Self, x), score(p.cfg.Self, y)) })
 	for _, i := range surplus {
 		if moving >= p.cfg.MaxMoves {
@@ -127,5 +168,5 @@ func (p *planner) plan() Status {
 		p.handing[i] = true
 		moving++
 	}
-	return Status{Quota: a.Quota, Owner: a.Owner, Moving: moving, Planned: now}
+	return moving
 }

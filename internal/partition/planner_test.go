@@ -224,3 +224,68 @@ func TestPlannerAvoids(t *testing.T) {
 		t.Fatalf("self contends for the avoided partition %d as an orphan", step)
 	}
 }
+
+// A replica given no partition, because the fleet has more settled
+// members than partitions, stands by for every partition: it contends for
+// all of them and keeps contending, without taking any from their owners.
+func TestPlannerSpareStandsByEverywhere(t *testing.T) {
+	r := newRig(t, 2)
+	b := Member{ID: "b", Owned: map[int]int64{0: 1}}
+	c := Member{ID: "c", Owned: map[int]int64{1: 1}}
+	r.p.members([]Member{b, c})
+	st := r.p.plan()
+	if st.Quota["self"] != 0 {
+		t.Fatalf("quotas %v, want none for self", st.Quota)
+	}
+	if got := r.phases(Contending); len(got) != 2 {
+		t.Fatalf("a spare contends for %v, want both partitions", got)
+	}
+	r.now = r.now.Add(time.Hour)
+	r.p.members([]Member{b, c})
+	r.p.plan()
+	if got := r.phases(Contending); len(got) != 2 {
+		t.Fatalf("a spare contends for %v after an hour, want still both", got)
+	}
+}
+
+// With one partition every replica contends, as a lock's followers do:
+// the owner keeps it, and a follower that contends gets no handover.
+func TestPlannerOnePartition(t *testing.T) {
+	r := newRig(t, 1)
+	r.p.members([]Member{{ID: "b", Owned: map[int]int64{0: 7}}})
+	r.p.plan()
+	if got := r.phases(Contending); len(got) != 1 {
+		t.Fatalf("a follower of one partition contends for %v, want [0]", got)
+	}
+
+	r = newRig(t, 1)
+	r.p.members(nil)
+	r.p.plan()
+	r.own()
+	b := Member{ID: "b", Contending: []int{0}}
+	r.p.members([]Member{b})
+	r.now = r.now.Add(time.Hour)
+	r.p.members([]Member{b})
+	r.p.plan()
+	if r.lanes[0].phase != Owning {
+		t.Fatalf("the owner of the one partition is %v, want owning: a waiting follower takes nothing", r.lanes[0].phase)
+	}
+}
+
+// A replica that stepped down from the one partition keeps standing by
+// (its lane holds off by itself), as a lock's leader did.
+func TestPlannerOnePartitionStepDown(t *testing.T) {
+	r := newRig(t, 1)
+	b := Member{ID: "b", Contending: []int{0}}
+	r.p.members([]Member{b})
+	r.now = r.now.Add(time.Hour)
+	r.p.members([]Member{b})
+	r.p.plan()
+	r.own()
+	r.lanes[0].avoid = true
+	r.lanes[0].phase = Contending // its work ended on the step-down: it rejoined the followers
+	r.p.plan()
+	if r.lanes[0].phase != Contending {
+		t.Fatalf("a replica that stepped down from the one partition is %v, want contending", r.lanes[0].phase)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/replicas"
 )
 
 // MinTTL is the shortest lease TTL New accepts.
@@ -56,6 +57,10 @@ type Config struct {
 	// promoted replica would hand out again. Default 0: only the online
 	// replicas are waited for, and none when there are none.
 	MinReplicas int
+	// ReplicaCounts caches the masters' online replicas (package
+	// replicas); share one with the other locks and the job queues.
+	// Default: the Locker's own.
+	ReplicaCounts *replicas.Counts
 	// ShardedNotices publishes release notices with SPUBLISH (Redis
 	// Cluster's sharded pub/sub: the channel shares the key's slot) instead
 	// of PUBLISH. Default false.
@@ -65,6 +70,20 @@ type Config struct {
 func (cfg *Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("redislock: "+format, args...)) }
+	cfg.checkNodes(bad)
+	if cfg.Keys.IsZero() {
+		bad("keys are required")
+	}
+	cfg.checkTimes(bad)
+	if cfg.MinReplicas < 0 {
+		bad("min replicas %d is negative", cfg.MinReplicas)
+	}
+	return errors.Join(errs...)
+}
+
+// checkNodes: one node, or an odd number of at least 3, none nil, and as
+// many names as nodes.
+func (cfg *Config) checkNodes(bad func(format string, args ...any)) {
 	switch n := len(cfg.Nodes); {
 	case n == 0:
 		bad("no nodes: give one node, or an odd number of at least 3 for Redlock")
@@ -81,24 +100,22 @@ func (cfg *Config) validate() error {
 	if cfg.NodeNames != nil && len(cfg.NodeNames) != len(cfg.Nodes) {
 		bad("%d node names for %d nodes", len(cfg.NodeNames), len(cfg.Nodes))
 	}
-	if cfg.Keys.IsZero() {
-		bad("keys are required")
-	}
+}
+
+// checkTimes: a TTL of at least MinTTL, a drift factor in [0, 0.5), and
+// a node timeout that is not negative and below the TTL.
+func (cfg *Config) checkTimes(bad func(format string, args ...any)) {
 	if cfg.TTL < MinTTL {
 		bad("TTL %s is below the minimum %s", cfg.TTL, MinTTL)
 	}
 	if math.IsNaN(cfg.DriftFactor) || cfg.DriftFactor < 0 || cfg.DriftFactor >= 0.5 {
 		bad("drift factor %v is outside [0, 0.5)", cfg.DriftFactor)
 	}
-	if cfg.MinReplicas < 0 {
-		bad("min replicas %d is negative", cfg.MinReplicas)
-	}
 	if cfg.NodeTimeout < 0 {
 		bad("node timeout %s is negative", cfg.NodeTimeout)
 	} else if cfg.TTL >= MinTTL && cfg.NodeTimeout >= cfg.TTL {
 		bad("node timeout %s must be below the TTL %s", cfg.NodeTimeout, cfg.TTL)
 	}
-	return errors.Join(errs...)
 }
 
 func (cfg *Config) setDefaults() {
@@ -110,6 +127,9 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ReplicaCounts == nil {
+		cfg.ReplicaCounts = replicas.NewCounts(cfg.Now)
 	}
 	if cfg.NodeNames == nil {
 		cfg.NodeNames = make([]string, len(cfg.Nodes))

@@ -61,3 +61,12 @@ func (l *Lease) extend(d time.Time) {
 func (l *Lease) String() string {
 	return "lease{worker=" + l.workerID + " token=" + strconv.FormatInt(l.token, 10) + "}"
 }
+
+// NewLease returns a lease that no lock holds, for a stand-in of a Locker
+// (a fake lock in the tests of a package that takes one): its value is
+// empty, which matches no key (the scripts compare a prefix ending in
+// ':'), so a real Locker never renews nor releases it. Its deadline does
+// not move.
+func NewLease(workerID string, token int64, deadline time.Time) *Lease {
+	return &Lease{workerID: workerID, token: token, seen: -1, now: time.Now, deadline: deadline}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/keyspace"
+	"github.com/lockworker/lockworker/internal/replicas"
 )
 
 // Locker takes, renews and releases one lock key on one node or, with
@@ -26,9 +27,9 @@ type Locker struct {
 	quorum      int
 	sharded     bool // release notices go out with SPUBLISH
 
-	master      *master      // the epoch authority's master, for the WAIT step; nil: no WAIT
-	replicas    replicaCount // its online replicas, cached
-	minReplicas int          // acknowledgements needed even with fewer online
+	master      *master          // the epoch authority's master, for the WAIT step; nil: no WAIT
+	counts      *replicas.Counts // the masters' online replicas, cached
+	minReplicas int              // acknowledgements needed even with fewer online
 	waitTimeout time.Duration
 
 	lockKeys  []string // K
@@ -77,6 +78,7 @@ func New(cfg Config) (*Locker, error) {
 		quorum:      len(cfg.Nodes)/2 + 1,
 		sharded:     cfg.ShardedNotices,
 		master:      masterOf(epoch, k.Lock(), epochName),
+		counts:      cfg.ReplicaCounts,
 		minReplicas: cfg.MinReplicas,
 		waitTimeout: max(cfg.NodeTimeout/2, time.Millisecond).Truncate(time.Millisecond), // the rest for the round trip
 		lockKeys:    []string{k.Lock()},

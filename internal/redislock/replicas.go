@@ -4,19 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
-
-// replicaCountTTL is how long the epoch authority's count of online
-// replicas is trusted. After that it is read again (INFO replication), in the same
-// round trip as the next bump.
-const replicaCountTTL = time.Second
 
 // ErrReplicas marks an epoch bump that did not reach every online replica
 // of the authority's master in time: its token must not be used, since a
@@ -76,33 +69,6 @@ func masterOf(c redis.Scripter, key, name string) *master {
 	return nil
 }
 
-// replicaCount caches how many online replicas the authority's master has.
-type replicaCount struct {
-	mu   sync.Mutex
-	n    int
-	read time.Time // zero: never read, or invalidated
-}
-
-// get returns the cached count and whether it is younger than
-// replicaCountTTL.
-func (r *replicaCount) get(now time.Time) (n int, fresh bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.n, !r.read.IsZero() && now.Sub(r.read) < replicaCountTTL
-}
-
-func (r *replicaCount) set(n int, now time.Time) {
-	r.mu.Lock()
-	r.n, r.read = n, now
-	r.mu.Unlock()
-}
-
-func (r *replicaCount) invalidate() {
-	r.mu.Lock()
-	r.read = time.Time{}
-	r.mu.Unlock()
-}
-
 // replicated is the WAIT step: it runs script s on the epoch authority
 // and, when s wrote (wrote says so from the reply) and the authority's
 // master has online replicas, returns only once every one of them
@@ -114,72 +80,89 @@ func (r *replicaCount) invalidate() {
 // replicas are online. With no replica and MinReplicas 0 it costs what it
 // did before: one EVALSHA, in one round trip.
 //
-// The replica count comes from INFO replication, read again once the cached count is
-// older than replicaCountTTL. When the stale count is 0, INFO replication rides in the
-// same round trip as the script, and only when it finds replicas does a
-// second WAIT follow. When the stale count names replicas, INFO replication goes first,
-// in a round trip of its own: one of them may be gone, and WAIT for more
+// The replica count comes from the counts cache (package replicas),
+// read again with INFO replication once older than replicas.TTL. When
+// the stale count is 0, INFO replication rides in the same round trip as
+// the script, and only when it finds replicas does a second WAIT follow.
+// When the stale count names replicas, INFO replication goes first, in a
+// round trip of its own: one of them may be gone, and WAIT for more
 // replicas than are connected blocks for its whole timeout, eating the
-// node timeout the rest of the attempt needs. (INFO replication in that same round trip
-// did not help: when the WAIT's reply missed the deadline, go-redis marked
-// every command of the pipeline failed, INFO replication's good answer included, so
-// the count was never corrected and, under load, every attempt waited for
-// the missing replica again.)
+// node timeout the rest of the attempt needs. (INFO replication in that
+// same round trip did not help: when the WAIT's reply missed the
+// deadline, go-redis marked every command of the pipeline failed, INFO
+// replication's good answer included, so the count was never corrected
+// and, under load, every attempt waited for the missing replica again.)
 func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string, args []any, wrote func([]int64) bool) ([]int64, error) {
-	online, fresh := l.replicas.get(l.now())
-	want := max(online, l.minReplicas)
-	if l.master == nil || (fresh && want == 0) {
+	if l.master == nil {
 		return s.Run(ctx, l.epoch, keys, args...).Int64Slice()
 	}
 	m, err := l.master.get(ctx)
 	if err != nil {
 		return nil, err
 	}
+	b := &bump{l: l, m: m, addr: m.Options().Addr}
+	online, fresh := l.counts.Get(b.addr)
+	if fresh && replicas.Want(online, l.minReplicas) == 0 {
+		return s.Run(ctx, l.epoch, keys, args...).Int64Slice()
+	}
 	conn := m.Conn() // one connection: WAIT counts the acknowledgements of its own writes
 	defer func() { _ = conn.Close() }()
-	readRole := !fresh
-	if readRole && online > 0 {
-		n, err := onlineReplicas(conn.Do(ctx, "INFO", "replication"))
-		if err != nil {
-			l.master.redirected(ctx) // not a master any more: a failover moved it
-			return nil, err
-		}
-		l.replicas.set(n, l.now())
-		online, want, readRole = n, max(n, l.minReplicas), false
+	if err := b.count(ctx, conn, online, fresh); err != nil {
+		return nil, err
 	}
-	short := func(online int, err error) error {
-		return &ReplicasError{Master: l.master.name(m), Online: online, Min: l.minReplicas, Err: err}
+	return b.run(ctx, conn, s, keys, args, wrote)
+}
+
+// bump is one replicated run of a script on the authority's master m
+// (its address addr keys the counts cache): how many replicas it knows
+// online, how many acknowledgements it waits for, and whether it reads
+// the count in its round trip.
+type bump struct {
+	l        *Locker
+	m        *redis.Client
+	addr     string
+	online   int
+	want     int
+	readRole bool
+}
+
+// count settles what the round trip waits for: the cached count while it
+// is fresh; a stale count of 0 is read again within the round trip; a
+// stale count that names replicas is read again first, on its own.
+func (b *bump) count(ctx context.Context, conn *redis.Conn, online int, fresh bool) error {
+	b.online, b.want, b.readRole = online, replicas.Want(online, b.l.minReplicas), !fresh
+	if fresh || online == 0 {
+		return nil
 	}
-	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, want, readRole)
-	v, err := run.Int64Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") { // not run: the replicas that count did not answer
-		l.replicas.invalidate()
-		var why []error
-		if wait != nil {
-			why = append(why, wait.Err())
-		}
-		if role != nil {
-			n, rerr := onlineReplicas(role)
-			if rerr != nil {
-				why = append(why, rerr)
-			} else {
-				online = n
-			}
-		}
-		return nil, short(online, errors.Join(append([]error{fmt.Errorf("%w: fewer than %d acknowledged within %s", ErrReplicas, want, l.waitTimeout)}, why...)...))
-	}
+	n, err := b.take(conn.Do(ctx, "INFO", "replication"))
 	if err != nil {
+		b.l.master.redirected(ctx) // not a master any more: a failover moved it
+		return err
+	}
+	b.online, b.want, b.readRole = n, replicas.Want(n, b.l.minReplicas), false
+	return nil
+}
+
+// run sends the round trip (bumpAndWait) and turns its replies into
+// replicated's result.
+func (b *bump) run(ctx context.Context, conn *redis.Conn, s *redis.Script, keys []string, args []any, wrote func([]int64) bool) ([]int64, error) {
+	l := b.l
+	role, run, wait := l.bumpAndWait(ctx, conn, s, keys, args, b.want, b.readRole)
+	v, err := run.Int64Slice()
+	switch {
+	case redis.HasErrorPrefix(err, "NOSCRIPT"): // not run: the replicas that count did not answer
+		return nil, b.unanswered(role, wait)
+	case err != nil:
 		if redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "READONLY") {
 			l.master.redirected(ctx)
-			l.replicas.invalidate()
+			l.counts.Forget(b.addr)
 		}
 		return nil, err
 	}
-	have, rerr := want, error(nil)
+	have, rerr := b.want, error(nil)
 	if role != nil {
-		if have, rerr = onlineReplicas(role); rerr == nil {
-			l.replicas.set(have, l.now())
-			online, have = have, max(have, l.minReplicas)
+		if have, rerr = b.take(role); rerr == nil {
+			have = replicas.Want(have, l.minReplicas)
 		}
 	}
 	switch {
@@ -187,18 +170,52 @@ func (l *Locker) replicated(ctx context.Context, s *redis.Script, keys []string,
 		return v, nil
 	case rerr != nil:
 		return v, rerr
-	case have > want: // more replicas than waited for: wait for them all
-		wait = conn.Do(ctx, "WAIT", have, l.waitTimeout.Milliseconds())
+	case have > b.want: // more replicas than waited for: wait for them all
+		wait = replicas.Wait(ctx, conn, have, l.waitTimeout)
 	case have == 0: // none left: nothing to wait for
 		return v, nil
 	}
-	want = have
-	if acked, err := wait.Int64(); err != nil || int(acked) < want {
-		l.replicas.invalidate()
-		return v, short(online, errors.Join(fmt.Errorf("%w: %d of %d acknowledged within %s (at least %d required)",
-			ErrReplicas, acked, want, l.waitTimeout, l.minReplicas), err))
+	return v, b.acked(wait, have)
+}
+
+// take reads an INFO replication reply into the cache.
+func (b *bump) take(info *redis.Cmd) (int, error) {
+	n, err := b.l.counts.Take(b.addr, info)
+	if err != nil {
+		return 0, fmt.Errorf("the epoch authority: %w", err)
 	}
-	return v, nil
+	b.online = n
+	return n, nil
+}
+
+// acked is the WAIT's verdict: nil when want replicas acknowledged.
+func (b *bump) acked(wait *redis.Cmd, want int) error {
+	err := b.l.counts.Acked(b.addr, wait, want, b.l.waitTimeout)
+	if err == nil {
+		return nil
+	}
+	return b.short(fmt.Errorf("%w: %w (at least %d required)", ErrReplicas, err, b.l.minReplicas))
+}
+
+// unanswered is the error of a round trip whose script did not run again
+// after NOSCRIPT because the replicas that count did not answer its WAIT.
+func (b *bump) unanswered(role, wait *redis.Cmd) error {
+	b.l.counts.Forget(b.addr)
+	why := []error{fmt.Errorf("%w: fewer than %d acknowledged within %s", ErrReplicas, b.want, b.l.waitTimeout)}
+	if wait != nil {
+		why = append(why, wait.Err())
+	}
+	if role != nil {
+		if _, err := b.take(role); err != nil {
+			why = append(why, err)
+		}
+	}
+	return b.short(errors.Join(why...))
+}
+
+// short is err with what is known of the master.
+func (b *bump) short(err error) error {
+	return &ReplicasError{Master: b.l.master.name(b.m), Online: b.online, Min: b.l.minReplicas, Err: err}
 }
 
 // bumpAndWait sends, in one round trip on conn: INFO replication when asked, the
@@ -216,7 +233,7 @@ func (l *Locker) bumpAndWait(ctx context.Context, conn *redis.Conn, s *redis.Scr
 		// have lost replicas too: wait for those online now.
 		need := want
 		if readRole {
-			if n, err := onlineReplicas(first.Before[0]); err == nil {
+			if n, err := replicas.Count(first.Before[0]); err == nil {
 				need = max(n, l.minReplicas)
 			}
 		}
@@ -242,23 +259,7 @@ func (l *Locker) waitBatch(s *redis.Script, keys []string, args []any, want int,
 		b.Before = [][]any{{"INFO", "replication"}}
 	}
 	if want > 0 {
-		b.After = [][]any{{"WAIT", want, l.waitTimeout.Milliseconds()}}
+		b.After = [][]any{replicas.WaitCommand(want, l.waitTimeout)}
 	}
 	return b
-}
-
-// onlineReplicas reads INFO replication's reply: how many replicas are
-// online, so can acknowledge a write now (a replica in a full resync is
-// connected but cannot, and waiting for it only times out), or an error
-// when the node is not a master.
-func onlineReplicas(c *redis.Cmd) (int, error) {
-	info, err := c.Text()
-	if err != nil {
-		return 0, fmt.Errorf("INFO replication: %w", err)
-	}
-	n, err := replicas.Online(info)
-	if err != nil {
-		return 0, fmt.Errorf("the epoch authority: %w", err)
-	}
-	return n, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/redisopt"
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
 )
@@ -90,7 +91,7 @@ func TestRedlockAuthorityWaitsForReplicas(t *testing.T) {
 
 // TestNoReplicaNoWait: on a master without replicas nothing waits. Over
 // many acquires the only extra command is INFO replication, at most once per
-// replicaCountTTL, sent in the same round trip as a bump.
+// replicas.TTL, sent in the same round trip as a bump.
 func TestNoReplicaNoWait(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	l := newLocker(t, []*redis.Client{s.Client()}, nil)
@@ -112,7 +113,7 @@ func TestNoReplicaNoWait(t *testing.T) {
 		t.Fatalf("WAIT sent to a master without replicas:\n%s", stats)
 	}
 	roles := calls(stats, "info")
-	if limit := int(elapsed/replicaCountTTL) + 1; roles < 1 || roles > limit {
+	if limit := int(elapsed/replicas.TTL) + 1; roles < 1 || roles > limit {
 		t.Fatalf("INFO sent %d times in %s, want 1 to %d", roles, elapsed, limit)
 	}
 }
@@ -265,7 +266,7 @@ func TestNewMasterWithoutScriptsOrReplicas(t *testing.T) {
 	}
 	r.Kill()
 	poll.Until(t, 10*time.Second, "the master to see its replica gone", func() bool {
-		n, err := onlineReplicas(admin(t, s).Do(ctx, "INFO", "replication"))
+		n, err := replicas.Count(admin(t, s).Do(ctx, "INFO", "replication"))
 		return err == nil && n == 0
 	})
 	ad := admin(t, s)

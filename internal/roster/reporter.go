@@ -34,11 +34,10 @@ type ReporterConfig struct {
 // Reporter keeps one replica's record fresh: on a timer, and soon after a
 // change it is told of (Poke).
 type Reporter struct {
-	cfg     ReporterConfig
-	log     *slog.Logger
-	poke    chan struct{}
-	refresh chan struct{}
-	leave   chan chan struct{}
+	cfg   ReporterConfig
+	log   *slog.Logger
+	poke  chan struct{}
+	leave chan chan struct{}
 }
 
 // NewReporter validates cfg and returns a Reporter.
@@ -65,7 +64,7 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Reporter{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1), refresh: make(chan struct{}, 1),
+	return &Reporter{cfg: cfg, log: cfg.Logger, poke: make(chan struct{}, 1),
 		leave: make(chan chan struct{})}, nil
 }
 
@@ -73,16 +72,6 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 func (p *Reporter) Poke() {
 	select {
 	case p.poke <- struct{}{}:
-	default:
-	}
-}
-
-// Refresh asks for the record to be written now, changed or not (a
-// partitioned replica's heartbeat: the record's expiry then follows its
-// leases'). Never blocks; calls coalesce.
-func (p *Reporter) Refresh() {
-	select {
-	case p.refresh <- struct{}{}:
 	default:
 	}
 }
@@ -104,7 +93,7 @@ func (p *Reporter) Leave(ctx context.Context) {
 	}
 }
 
-// Run writes the record at once, then on every tick, on Refresh, and after
+// Run writes the record at once, then on every tick, and after
 // each poke whose change survived the settle, until ctx is done or Leave;
 // then it removes the record. It returns nil.
 func (p *Reporter) Run(ctx context.Context) error {
@@ -135,8 +124,6 @@ func (p *Reporter) Run(ctx context.Context) error {
 			p.remove(ctx, last.WorkerID)
 			return nil
 		case <-tick.C:
-			write(false)
-		case <-p.refresh:
 			write(false)
 		case done := <-p.leave:
 			p.remove(ctx, last.WorkerID)

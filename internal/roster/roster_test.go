@@ -189,8 +189,8 @@ func TestReporter(t *testing.T) {
 	wg.Wait()
 }
 
-// TestReporterRefreshAndLeave: Refresh writes at once, changed or not; a
-// record carries the partitions a replica leads and waits for; Leave
+// TestReporterRefreshAndLeave: the tick writes the record, changed or
+// not; a record carries the partitions a replica leads and waits for; Leave
 // removes it and announces it, and Run writes it no more, whatever it is
 // poked with.
 func TestReporterRefreshAndLeave(t *testing.T) {
@@ -220,8 +220,7 @@ func TestReporterRefreshAndLeave(t *testing.T) {
 	}
 	poll.Until(t, 5*time.Second, "the first record", func() bool { return !updated().IsZero() })
 	first := updated()
-	p.Refresh()
-	poll.Until(t, 5*time.Second, "a refresh", func() bool { return updated().After(first) })
+	poll.Until(t, 5*time.Second, "a refresh on the tick", func() bool { return updated().After(first) })
 
 	ps := c.Subscribe(t.Context(), keys.FleetChannel())
 	defer ps.Close()
@@ -235,7 +234,6 @@ func TestReporterRefreshAndLeave(t *testing.T) {
 	if m, err := ps.ReceiveMessage(t.Context()); err != nil || m.Payload != "w-1" {
 		t.Fatalf("removal announced as %v, %v", m, err)
 	}
-	p.Refresh()
 	p.Poke()
 	time.Sleep(100 * time.Millisecond) // a write after Leave would come within the settle
 	if got, _ := r.List(t.Context()); len(got) != 0 {

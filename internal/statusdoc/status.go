@@ -24,6 +24,9 @@ type Status struct {
 	// when the fleet has more than one (State, Leader and Token then
 	// speak of all of them: working and true when it leads any).
 	Leads []LeadStatus `json:"leads,omitempty"`
+	// Lanes lists this replica's lanes, one per partition, each with its
+	// chart state and why it does not lead.
+	Lanes []LaneStatus `json:"lanes"`
 	// Eviction is each Redis master's maxmemory-policy as this replica
 	// last read it. Safe false: a master evicts keys (or none has
 	// answered yet), and this replica does not lead (/readyz says 503).
@@ -70,6 +73,21 @@ type LeadStatus struct {
 	Partition   int   `json:"partition"`
 	Token       int64 `json:"token"`
 	LeaseLeftMs int64 `json:"leaseLeftMs"`
+}
+
+// LaneStatus is one lane of this replica (one partition's leadership),
+// in /status.
+type LaneStatus struct {
+	Partition int    `json:"partition"`
+	State     string `json:"state"`
+	// Token and LeaseLeftMs are the lease's while the lane leads; 0
+	// otherwise.
+	Token       int64 `json:"token"`
+	LeaseLeftMs int64 `json:"leaseLeftMs"`
+	// Reason says why the lane does not lead (who holds the lock, not
+	// this replica's share, Redis evicts keys, a hold after a step-down,
+	// ...); empty while it leads.
+	Reason string `json:"reason"`
 }
 
 // Holder is the lock as Redis holds it, in /status: Held false when it is

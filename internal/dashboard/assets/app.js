@@ -316,6 +316,7 @@
     $('self-state').textContent = self.state || '—';
     $('read-at').textContent = clock(parseTime(snap.readAt));
 
+    renderLanes(self.lanes || []);
     renderFleet(replicas, self.workerId, parts.length > 0);
     renderPartitions(parts);
     renderDead(queue);
@@ -323,6 +324,20 @@
     renderActions(leader, queue);
     renderChart();
     renderRecent();
+  }
+
+  // renderLanes lists this replica's lanes (one per partition): each
+  // one's state, and why it does not lead.
+  function renderLanes(lanes) {
+    const leading = lanes.filter((l) => !l.reason).length;
+    $('lanes-meta').textContent = lanes.length + (lanes.length === 1 ? ' lane' : ' lanes') + ' · ' + leading + ' leading';
+    swap($('lanes-body'), ...lanes.map((l) => el('tr', {
+      class: l.reason ? '' : 'is-leader', 'data-partition': l.partition, 'data-state': l.state,
+    },
+    el('td', { class: 'num mono', text: String(l.partition) }),
+    el('td', {}, el('span', { class: 'pill', text: l.state })),
+    el('td', { class: 'num mono' + (l.token ? ' token-cell' : ' dim'), text: l.token ? '#' + l.token : '—' }),
+    el('td', { class: l.reason ? 'reason' : 'dim', title: l.reason || '', text: l.reason || 'leading' }))));
   }
 
   // renderFleet lists the replicas; with partitions (split), the token
