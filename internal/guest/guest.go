@@ -91,6 +91,13 @@ func New(cfg Config) (*Guest, error) {
 // deadline passed.
 var ErrStopped = errors.New("guest: command stopped")
 
+// ErrDeadline is wrapped too when the lease deadline the command ran under
+// passed while it ran, as far as its supervisor knew it (a deadline the
+// daemon moved while it was frozen may not have reached the supervisor):
+// the leadership may be gone, so the command's effects, if any, need a
+// new leader to be redone, never this one.
+var ErrDeadline = errors.New("guest: the lease deadline passed")
+
 // ExitError is Run's error for a command that ended on its own, unsuccessfully.
 type ExitError struct {
 	Code   int            // exit code; -1 when a signal ended it
@@ -133,7 +140,7 @@ func (g *Guest) Run(ctx context.Context, stdin []byte, vars map[string]string, d
 	var d0 time.Time
 	if deadline != nil {
 		if d0 = deadline(); !time.Now().Before(d0) {
-			return fmt.Errorf("%w: the lease deadline passed before it started", ErrStopped)
+			return fmt.Errorf("%w (%w) before it started", ErrStopped, ErrDeadline)
 		}
 	}
 	path, err := exec.LookPath(g.cfg.Command[0])
@@ -201,6 +208,8 @@ func (o outcome) err(ctx context.Context, stderr string, took time.Duration) err
 		return fmt.Errorf("guest: starting the command: %s", o.startErr)
 	case o.stopped:
 		return fmt.Errorf("%w (%w) after %s: %s", ErrStopped, context.Cause(ctx), took, how)
+	case o.killed == killedAtDeadline:
+		return fmt.Errorf("%w (%w) after %s: %s", ErrStopped, ErrDeadline, took, how)
 	case o.killed != "":
 		return fmt.Errorf("%w after %s: %s", ErrStopped, took, how)
 	case o.code == 0:

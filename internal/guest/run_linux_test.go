@@ -126,8 +126,8 @@ func TestRunResults(t *testing.T) {
 			t.Fatalf("Run = %v; want ErrStopped and context.Canceled", err)
 		}
 		past := time.Now().Add(-time.Millisecond)
-		if err := g.Run(t.Context(), nil, nil, func() time.Time { return past }); !errors.Is(err, ErrStopped) {
-			t.Fatalf("Run past the deadline = %v; want ErrStopped", err)
+		if err := g.Run(t.Context(), nil, nil, func() time.Time { return past }); !errors.Is(err, ErrStopped) || !errors.Is(err, ErrDeadline) {
+			t.Fatalf("Run past the deadline = %v; want ErrStopped and ErrDeadline", err)
 		}
 	})
 }

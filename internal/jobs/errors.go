@@ -18,7 +18,8 @@ var ErrLeaseInvalid = errors.New("jobs: lease no longer valid")
 
 // ErrLeaseEnding is a handler's error for a job it stopped, or did not
 // start, because the lease's local deadline is too near (the HTTP
-// handler's LeaseMargin): not the job's failure but the leadership's end.
+// handler's LeaseMargin, or the exec command's supervisor killing it at
+// the deadline it knew): not the job's failure but the leadership's end.
 // The job counts one delivery and is delivered again by the next leader;
 // Process stops taking jobs and returns an error wrapping
 // ErrLeaseInvalid.

@@ -95,6 +95,13 @@ func (h *ExecHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 		"LOCKWORKER_PARTITION":     strconv.Itoa(job.Partition),
 		"LOCKWORKER_KEY":           job.Key,
 	}, lease.Deadline)
+	if errors.Is(err, guest.ErrDeadline) && ctx.Err() == nil {
+		// Its supervisor killed it at a deadline the lease may have moved
+		// past (the daemon was frozen, say): the lease is ending as far as
+		// the command knew, so a redo needs the next leader, never this
+		// one (its effects may have landed under this token already).
+		return fmt.Errorf("jobs: %w: %w", ErrLeaseEnding, err)
+	}
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}

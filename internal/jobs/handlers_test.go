@@ -96,6 +96,16 @@ func TestExecHandler(t *testing.T) {
 			t.Fatalf("the command's child %d outlived the timeout", pid)
 		}
 	})
+	t.Run("killed at the deadline it knew", func(t *testing.T) {
+		// The daemon renewed (Valid stays true) but the deadline its
+		// supervisor knows passes: the job is not this leader's to redo.
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `exec sleep 30`}, Grace: time.Second, AllowEnv: testEnv}))
+		lease := frozenDeadline{token: 7, at: time.Now().Add(200 * time.Millisecond)}
+		err := h.Handle(t.Context(), Job{ID: "J"}, lease)
+		if !errors.Is(err, ErrLeaseEnding) || !errors.Is(err, guest.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrLeaseEnding wrapping guest.ErrDeadline", err)
+		}
+	})
 	t.Run("bad config", func(t *testing.T) {
 		for _, cfg := range []ExecConfig{{}, {Command: []string{""}}, {Command: []string{"true"}, Grace: -time.Second},
 			{Command: []string{"true"}, Timeout: -time.Second}} {
@@ -172,3 +182,14 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// frozenDeadline is a lease whose deadline never moves but which its
+// holder still deems valid: what a supervisor that missed a renewal sees.
+type frozenDeadline struct {
+	token int64
+	at    time.Time
+}
+
+func (l frozenDeadline) Token() int64        { return l.token }
+func (l frozenDeadline) Deadline() time.Time { return l.at }
+func (l frozenDeadline) Valid() bool         { return true }
