@@ -158,8 +158,21 @@ func (d *Daemon) assembleFleet() error {
 
 // redisOK reports whether Redis answers this replica: its last registry
 // read did (the coordinator reads it every half refresh period, whether
-// or not the replica leads or sends any lock command).
-func (d *Daemon) redisOK() bool { return d.coord.Status().ReadOK }
+// or not the replica leads or sends any lock command), or the last renewal
+// of a lane that leads did (a registry read bounded by half a refresh
+// period may time out on a loaded host while the leases renew: /readyz
+// must not flap then).
+func (d *Daemon) redisOK() bool {
+	if d.coord.Status().ReadOK {
+		return true
+	}
+	for _, s := range d.snapshots() {
+		if s.Leads() && s.RedisOK {
+			return true
+		}
+	}
+	return false
+}
 
 // jobHandler is the handler JOB_HANDLER names.
 func jobHandler(cfg config.Config, log *slog.Logger) (jobs.Handler, error) {

@@ -156,7 +156,9 @@ func (l *Lane) workEnded(w *running, err error) (machine.Move, bool) {
 		l.endedByItself = true
 	}
 	l.noteErr(err)
-	l.why = Reason{Kind: WorkEnded, Err: err.Error()}
+	if l.why.Kind != Refused { // a guard that ended the work is the reason, not the work
+		l.why = Reason{Kind: WorkEnded, Err: err.Error()}
+	}
 	return machine.Move{Trigger: machine.WorkEnded, Cause: err}, true
 }
 
