@@ -143,6 +143,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			ShardedNotices: b.laneSh,
 			MinReplicas:    cfg.RedisMinReplicas,
 			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip
+			IdempotencyTTL: cfg.JobIdempotencyTTL,
 		}); err != nil {
 			return err
 		}
