@@ -151,21 +151,25 @@ func (q *Queue) AddSchedule(ctx context.Context, s Schedule) error {
 // its next tick gone). Its tick jobs already enqueued stay. ErrNoSchedule
 // when there is none here.
 func (q *Queue) RemoveSchedule(ctx context.Context, name string) error {
-	var del *redis.IntCmd
-	_, err := q.cfg.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.HDel(ctx, q.schedules, name)
-		p.ZRem(ctx, q.schedNext, name)
-		p.HDel(ctx, q.schedLast, name)
-		return nil
-	})
+	removed, err := removeScheduleScript.Run(ctx, q.cfg.Client, []string{q.schedules, q.schedNext, q.schedLast}, name).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("jobs: remove schedule %s: %w", name, err)
-	case del.Val() == 0:
+	case removed == 0:
 		return fmt.Errorf("jobs: remove schedule %s: %w", name, ErrNoSchedule)
 	}
 	return nil
 }
+
+// removeScheduleScript deletes a schedule, all of it at once.
+var removeScheduleScript = redis.NewScript(`
+-- KEYS[1] J:schedules
+-- KEYS[2] J:schedule:next
+-- KEYS[3] J:schedule:last
+-- ARGV[1] name
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+return redis.call('HDEL', KEYS[1], ARGV[1])`)
 
 // Schedules lists this queue's schedules, by name, with their last and
 // next ticks.
