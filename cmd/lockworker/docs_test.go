@@ -103,8 +103,9 @@ func TestACLUserFromDocs(t *testing.T) {
 		t.Fatalf("enqueue --lines: %v", err) // one script
 	}
 	// Later and every: a delayed, idempotent job of a key that has jobs
-	// (it joins their list), and a schedule that ticks.
-	for _, cmd := range [][]string{{"enqueue", "--key", "k", "first"}, {"enqueue", "--key", "k", "--in", "300ms", "--idempotency-key", "i", "x"},
+	// (paused, they wait: it joins their list), and a schedule that ticks.
+	for _, cmd := range [][]string{{"pause"}, {"enqueue", "--key", "k", "first"},
+		{"enqueue", "--key", "k", "--in", "300ms", "--idempotency-key", "i", "x"},
 		{"enqueue", "--key", "k", "--idempotency-key", "i", "x"}, {"delayed"}, {"schedule", "add", "beat", "--every", "1s", "x"}} {
 		if err := runCLI(t, cmd, env, &strings.Builder{}); err != nil {
 			t.Fatalf("%v: %v", cmd, err)
@@ -118,7 +119,7 @@ func TestACLUserFromDocs(t *testing.T) {
 		var r statusReport
 		return json.Unmarshal([]byte(out.String()), &r) == nil && r.Delayed == 0 && len(r.Schedules) == 1 && !r.Schedules[0].LastTick.IsZero()
 	})
-	for _, cmd := range [][]string{{"schedule", "list"}, {"schedule", "remove", "beat"}} {
+	for _, cmd := range [][]string{{"resume"}, {"schedule", "list"}, {"schedule", "remove", "beat"}} {
 		if err := runCLI(t, cmd, env, &strings.Builder{}); err != nil {
 			t.Fatalf("%v: %v", cmd, err)
 		}
