@@ -123,7 +123,12 @@ func runScheduleAdd(ctx context.Context, getenv func(string) string, args []stri
 	case err != nil:
 		return failed("schedule add", "store the schedule", err)
 	}
-	list, err := p.Queues.Schedules(ctx)
+	return printAdded(ctx, p.Queues, name, stdout)
+}
+
+// printAdded says where the schedule name was added, and its next tick.
+func printAdded(ctx context.Context, r *jobs.Router, name string, stdout io.Writer) error {
+	list, err := r.Schedules(ctx)
 	if err != nil {
 		return failed("schedule add", "read it back", err)
 	}
