@@ -38,7 +38,7 @@ end
 for key, kind in pairs(want) do
   local t = redis.call('TYPE', key).ok
   if t ~= 'none' and t ~= kind then
-    return redis.error_reply('WRONGTYPE jobs: ' .. key .. ' holds a ' .. t .. ', not a ' .. kind)
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', not a ' .. kind)
   end
 end
 local added, out = {}, {}
