@@ -76,6 +76,8 @@ func TestScriptsNameTheLayout(t *testing.T) {
 		{"retry.lua", q.retryKeys()},
 		{"skip.lua", q.skipKeys()},
 		{"stats.lua", q.statsKeys()},
+		{"schedule_add.lua", q.scheduleAddKeys()},
+		{"schedule_remove.lua", q.scheduleRemoveKeys()},
 	} {
 		header := scriptKeys(t, sc.file)
 		if len(header) != len(sc.keys) {

@@ -108,16 +108,6 @@ var ErrScheduleExists = errors.New("jobs: a schedule of that name exists")
 // ErrNoSchedule is RemoveSchedule's answer for a name no schedule has.
 var ErrNoSchedule = errors.New("jobs: no schedule of that name")
 
-// addScheduleScript adds a schedule unless its name is taken: spec and
-// next tick together, or nothing.
-var addScheduleScript = redis.NewScript(`
--- KEYS[1] J:schedules
--- KEYS[2] J:schedule:next
--- ARGV[1] name, ARGV[2] spec (JSON), ARGV[3] its first tick (unix ms)
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-return 1`)
-
 // AddSchedule stores s in this queue (CheckSchedule first), its first
 // tick the first after now, and wakes the leader. ErrScheduleExists
 // when the name is taken here. It needs no leadership; Router.AddSchedule
@@ -135,7 +125,7 @@ func (q *Queue) AddSchedule(ctx context.Context, s Schedule) error {
 	if err != nil {
 		return fmt.Errorf("jobs: schedule %s: %w", s.Name, err)
 	}
-	added, err := q.runNoticed(ctx, addScheduleScript, []string{q.schedules, q.schedNext},
+	added, err := q.runNoticed(ctx, scheduleAddScript, q.scheduleAddKeys(),
 		[]any{s.Name, spec, t.Next(now).UnixMilli()}, "schedule").Int()
 	switch {
 	case err != nil:
@@ -151,7 +141,7 @@ func (q *Queue) AddSchedule(ctx context.Context, s Schedule) error {
 // its next tick gone). Its tick jobs already enqueued stay. ErrNoSchedule
 // when there is none here.
 func (q *Queue) RemoveSchedule(ctx context.Context, name string) error {
-	removed, err := removeScheduleScript.Run(ctx, q.cfg.Client, []string{q.schedules, q.schedNext, q.schedLast}, name).Int()
+	removed, err := scheduleRemoveScript.Run(ctx, q.cfg.Client, q.scheduleRemoveKeys(), name).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("jobs: remove schedule %s: %w", name, err)
@@ -161,15 +151,11 @@ func (q *Queue) RemoveSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
-// removeScheduleScript deletes a schedule, all of it at once.
-var removeScheduleScript = redis.NewScript(`
--- KEYS[1] J:schedules
--- KEYS[2] J:schedule:next
--- KEYS[3] J:schedule:last
--- ARGV[1] name
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('HDEL', KEYS[3], ARGV[1])
-return redis.call('HDEL', KEYS[1], ARGV[1])`)
+// scheduleAddKeys is schedule_add.lua's KEYS, in its header's order.
+func (q *Queue) scheduleAddKeys() []string { return []string{q.schedules, q.schedNext} }
+
+// scheduleRemoveKeys is schedule_remove.lua's KEYS, in its header's order.
+func (q *Queue) scheduleRemoveKeys() []string { return []string{q.schedules, q.schedNext, q.schedLast} }
 
 // Schedules lists this queue's schedules, by name, with their last and
 // next ticks.
