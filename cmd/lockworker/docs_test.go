@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
 	"regexp"
@@ -102,6 +103,28 @@ func TestACLUserFromDocs(t *testing.T) {
 	enqueueN(t, env, 1)
 	if err := run(t.Context(), []string{"enqueue", "--lines"}, config.Getenv(env), strings.NewReader("x\ny\n"), &strings.Builder{}, &strings.Builder{}); err != nil {
 		t.Fatalf("enqueue --lines: %v", err) // one script
+	}
+	// Later and every: a delayed, idempotent job of a key that has jobs
+	// (paused, they wait: it joins their list), and a schedule that ticks.
+	for _, cmd := range [][]string{{"pause"}, {"enqueue", "--key", "k", "first"},
+		{"enqueue", "--key", "k", "--in", "300ms", "--idempotency-key", "i", "x"},
+		{"enqueue", "--key", "k", "--idempotency-key", "i", "x"}, {"delayed"}, {"schedule", "add", "beat", "--every", "1s", "x"}} {
+		if err := runCLI(t, cmd, env, &strings.Builder{}); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	poll.Until(t, 10*time.Second, "the delayed job moved and the schedule ticked", func() bool {
+		var out strings.Builder
+		if err := runCLI(t, []string{"status", "--json"}, env, &out); err != nil {
+			t.Fatalf("status: %v\n%s", err, out.String())
+		}
+		var r statusReport
+		return json.Unmarshal([]byte(out.String()), &r) == nil && r.Delayed == 0 && len(r.Schedules) == 1 && !r.Schedules[0].LastTick.IsZero()
+	})
+	for _, cmd := range [][]string{{"resume"}, {"schedule", "list"}, {"schedule", "remove", "beat"}} {
+		if err := runCLI(t, cmd, env, &strings.Builder{}); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
 	}
 	var id string
 	poll.Until(t, 10*time.Second, "a dead letter", func() bool {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,9 +18,10 @@ import (
 	"github.com/lockworker/lockworker/internal/lines"
 )
 
-const enqueueUsage = `usage: lockworker enqueue [--key K] [--] PAYLOAD...
-       lockworker enqueue [--key K] < file
-       lockworker enqueue --lines [--key K | --key-field F] < file
+const enqueueUsage = `usage: lockworker enqueue [--key K] [--in D | --at T] [--idempotency-key I] [--] PAYLOAD...
+       lockworker enqueue [--key K] [--in D | --at T] [--idempotency-key I] < file
+       lockworker enqueue --lines [--key K | --key-field F] [--in D | --at T | --at-field F]
+                          [--idempotency-key-field F] < file
 
 Adds one job: the arguments joined by spaces, or stdin when there are none
 (1 byte to 1 MiB either way), and prints its ID. Put -- before a payload
@@ -36,76 +38,159 @@ prints their IDs in the same order, one per line. Lines end with \n or
                  A --key given empty is refused: leave it out for none
   --key-field F  with --lines: each line is a JSON object, and its string
                  field F is that line's key, held to the same rule
+  --in D         delay the jobs by D (a Go duration such as 90s or 2h):
+                 they join their key's order then, as if enqueued then,
+                 and hold none of its other jobs back meanwhile
+  --at T         the same, due at T (RFC 3339, such as
+                 2026-03-01T02:00:00Z); a time past runs at once. At most
+                 366 days ahead either way
+  --at-field F   with --lines: each line's string field F is its due time
+                 (RFC 3339), held to the same rule; every line needs it
+  --idempotency-key I
+                 enqueue the job only if no job of its partition holds I:
+                 while that job is pending, delayed or parked, and for
+                 JOB_IDEMPOTENCY_TTL (24h) after it finished, the command
+                 enqueues nothing and prints that job's ID. 1 to 255
+                 bytes, no space or control character
+  --idempotency-key-field F
+                 with --lines: each line's string field F, when it has
+                 one, is its idempotency key
 
 An enqueued job waits in Redis until the leader takes it; nothing needs
 to be running now. For HTTP, a replica's POST /jobs does the same (with
-JOBS_TOKEN).
+JOBS_TOKEN; Lockworker-Not-Before and Idempotency-Key headers).
 
 ` + redisSettings
 
+// enqueueFlags are enqueue's flags, as given.
+type enqueueFlags struct {
+	fs              *flag.FlagSet
+	lines           bool
+	key, keyField   string
+	in              time.Duration
+	at, atField     string
+	idem, idemField string
+	notBefore       time.Time // from --in or --at, once checked
+}
+
+func newEnqueueFlags() *enqueueFlags {
+	f := &enqueueFlags{fs: flag.NewFlagSet("enqueue", flag.ContinueOnError)}
+	f.fs.BoolVar(&f.lines, "lines", false, "one job per line of stdin")
+	f.fs.StringVar(&f.key, "key", "", "the jobs' ordering key")
+	f.fs.StringVar(&f.keyField, "key-field", "", "with --lines, the JSON field that holds each line's key")
+	f.fs.DurationVar(&f.in, "in", 0, "delay the jobs by this long")
+	f.fs.StringVar(&f.at, "at", "", "the jobs' due time (RFC 3339)")
+	f.fs.StringVar(&f.atField, "at-field", "", "with --lines, the JSON field that holds each line's due time")
+	f.fs.StringVar(&f.idem, "idempotency-key", "", "enqueue once per idempotency key")
+	f.fs.StringVar(&f.idemField, "idempotency-key-field", "", "with --lines, the JSON field that holds each line's idempotency key")
+	return f
+}
+
 // runEnqueue adds one job (the arguments joined by spaces, or stdin when
 // there are none), or with --lines one job per line of stdin. It prints
-// the IDs.
+// the IDs: a job whose idempotency key an earlier job holds prints that
+// job's ID.
 func runEnqueue(ctx context.Context, getenv func(string) string, args []string, in io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("enqueue", flag.ContinueOnError)
-	perLine := fs.Bool("lines", false, "one job per line of stdin")
-	key := fs.String("key", "", "the jobs' ordering key")
-	field := fs.String("key-field", "", "with --lines, the JSON field that holds each line's key")
-	if help, err := parseFlags(fs, args, enqueueUsage, stdout); help || err != nil {
+	f := newEnqueueFlags()
+	if help, err := parseFlags(f.fs, args, enqueueUsage, stdout); help || err != nil {
 		return err
 	}
-	if err := checkKeyFlags(fs, *key, *field, *perLine); err != nil {
+	if err := f.check(time.Now()); err != nil {
 		return err
 	}
-	if *perLine {
-		return enqueueLines(ctx, getenv, fs.Args(), *key, *field, in, stdout)
+	if f.lines {
+		return enqueueLines(ctx, getenv, f, in, stdout)
 	}
-	payload, err := readPayload(fs.Args(), in)
+	payload, err := readPayload(f.fs.Args(), in)
 	if err != nil {
 		return err
 	}
-	if err := jobs.CheckItem(jobs.Item{Key: *key, Payload: payload}); err != nil {
+	it := jobs.Item{Key: f.key, Payload: payload, NotBefore: f.notBefore, IdempotencyKey: f.idem}
+	if err := jobs.CheckItem(it); err != nil {
 		return inputError("enqueue: %s", reason(err))
 	}
-	p, ctx, done, err := oneShot(ctx, fs.Name(), getenv)
+	p, ctx, done, err := oneShot(ctx, f.fs.Name(), getenv)
 	if err != nil {
 		return err
 	}
 	defer done()
-	id, _, err := p.Queues.Enqueue(ctx, *key, payload)
+	r, err := p.Queues.EnqueueItem(ctx, it)
 	if err != nil {
 		return enqueueFailed(err)
 	}
-	_, err = fmt.Fprintln(stdout, id)
+	_, err = fmt.Fprintln(stdout, r.ID)
 	return err
 }
 
-// checkKeyFlags checks --key and --key-field. A --key that is given is
-// held to the queue's rule for keys (jobs.CheckKey) even when empty:
-// --key "$CUSTOMER" with the variable unset must not drop the jobs'
-// order without a word.
-func checkKeyFlags(fs *flag.FlagSet, key, field string, perLine bool) error {
+// check checks the flags that were given, and reads --in or --at into
+// notBefore. A --key that is given is held to the queue's rule for keys
+// (jobs.CheckKey) even when empty: --key "$CUSTOMER" with the variable
+// unset must not drop the jobs' order without a word; so is an
+// --idempotency-key.
+func (f *enqueueFlags) check(now time.Time) error {
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if err := f.checkLines(given); err != nil {
+		return err
+	}
+	if given["key"] {
+		if err := jobs.CheckKey(f.key); err != nil {
+			return usageError("enqueue", "--key %q: %s; leave --key out for jobs without a key", f.key, reason(err))
+		}
+	}
+	if given["idempotency-key"] && jobs.CheckIdempotencyKey(f.idem) != nil {
+		return usageError("enqueue", "--idempotency-key %q: %s", f.idem, reason(jobs.ErrIdempotencyKeyInvalid))
+	}
+	return f.checkTime(given, now)
+}
+
+// checkLines checks the flags that go with --lines, or without it.
+func (f *enqueueFlags) checkLines(given map[string]bool) error {
+	for _, name := range []string{"key-field", "at-field", "idempotency-key-field"} {
+		switch {
+		case given[name] && !f.lines:
+			return usageError("enqueue", "--%s goes with --lines", name)
+		case given[name] && f.fs.Lookup(name).Value.String() == "":
+			return usageError("enqueue", "--%s must name a field", name)
+		}
+	}
 	switch {
 	case given["key"] && given["key-field"]:
 		return usageError("enqueue", "give --key or --key-field, not both")
-	case given["key-field"] && !perLine:
-		return usageError("enqueue", "--key-field goes with --lines")
-	case given["key-field"] && field == "":
-		return usageError("enqueue", "--key-field must name a field")
-	case given["key"]:
-		if err := jobs.CheckKey(key); err != nil {
-			return usageError("enqueue", "--key %q: %s; leave --key out for jobs without a key", key, reason(err))
+	case given["idempotency-key"] && f.lines:
+		return usageError("enqueue", "--idempotency-key would make every line one job: give each line its own with --idempotency-key-field")
+	case given["at-field"] && (given["at"] || given["in"]):
+		return usageError("enqueue", "give --in, --at or --at-field, not two of them")
+	}
+	return nil
+}
+
+// checkTime reads --in or --at.
+func (f *enqueueFlags) checkTime(given map[string]bool, now time.Time) error {
+	switch {
+	case given["in"] && given["at"]:
+		return usageError("enqueue", "give --in or --at, not both")
+	case given["in"] && f.in < 0:
+		return usageError("enqueue", "--in must not be negative, got %s", f.in)
+	case given["in"]:
+		f.notBefore = now.Add(f.in)
+	case given["at"]:
+		t, err := time.Parse(time.RFC3339Nano, f.at)
+		if err != nil {
+			return usageError("enqueue", "--at %q is no RFC 3339 time (such as 2026-03-01T02:00:00Z)", f.at)
 		}
+		f.notBefore = t
+	}
+	if f.notBefore.Sub(now) > jobs.MaxDelay {
+		return usageError("enqueue", "%s", reason(jobs.ErrTooFarAhead))
 	}
 	return nil
 }
 
 // enqueueLines is enqueue --lines: the whole of stdin is read and checked
 // (the keys too) before Redis is dialled, so a bad line enqueues nothing.
-func enqueueLines(ctx context.Context, getenv func(string) string, args []string, key, field string, in io.Reader, stdout io.Writer) error {
-	if len(args) > 0 {
+func enqueueLines(ctx context.Context, getenv func(string) string, f *enqueueFlags, in io.Reader, stdout io.Writer) error {
+	if f.fs.NArg() > 0 {
 		return usageError("enqueue", "--lines reads the jobs from stdin and takes no arguments")
 	}
 	payloads, err := lines.Read(in, jobs.BatchLines(), nil)
@@ -116,7 +201,8 @@ func enqueueLines(ctx context.Context, getenv func(string) string, args []string
 	case err != nil:
 		return fmt.Errorf("enqueue: read stdin: %w", err)
 	}
-	items, err := jobs.Keyed(payloads, key, field)
+	items, err := jobs.ItemsOf(payloads, jobs.LineFields{Key: f.key, KeyField: f.keyField, NotBefore: f.notBefore,
+		NotBeforeField: f.atField, IdempotencyKeyField: f.idemField})
 	if err != nil {
 		return inputError("enqueue: %s; nothing enqueued", reason(err))
 	}

@@ -22,12 +22,14 @@ Lists every partition of the fleet (one without partitions) straight from
 Redis: its owner (the worker ID that holds its lease, or - when nobody
 does), the owner's fencing token, the jobs pending and how long the
 oldest one that may run has waited, the keys with a job in flight, the
-parked keys, the jobs committed and dead-lettered, and whether an
-operator paused it; then how many partitions each replica owns. The
-leases and the queues are read side by side, not atomically.
+parked keys, the delayed jobs not yet due, the jobs committed and
+dead-lettered, and whether an operator paused it; then how many
+partitions each replica owns. The leases and the queues are read side by
+side, not atomically.
   --json  the same as a JSON array, one object per partition (partition,
           owner, token, pending, oldestPendingMs, inFlight, parked,
-          oldestParkedMs, retries, committed, deadLettered, epoch, paused)
+          oldestParkedMs, retries, committed, deadLettered, epoch, paused,
+          delayed)
 
 ` + redisSettings
 
@@ -58,7 +60,7 @@ func runPartitions(ctx context.Context, getenv func(string) string, args []strin
 // each owner holds.
 func printPartitions(w io.Writer, parts []figures.Partition) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PARTITION\tOWNER\tTOKEN\tPENDING\tOLDEST\tIN FLIGHT\tPARKED\tCOMMITTED\tDEAD\tPAUSED")
+	fmt.Fprintln(tw, "PARTITION\tOWNER\tTOKEN\tPENDING\tOLDEST\tIN FLIGHT\tPARKED\tDELAYED\tCOMMITTED\tDEAD\tPAUSED")
 	owned := map[string]int{}
 	for _, p := range parts {
 		owner, token, oldest, paused := "-", "-", "-", "-"
@@ -72,8 +74,8 @@ func printPartitions(w io.Writer, parts []figures.Partition) error {
 		if p.Paused {
 			paused = "paused"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Partition, owner, token, p.Pending, oldest,
-			p.InFlight, p.Parked, p.Committed, p.DeadLettered, paused)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, owner, token, p.Pending, oldest,
+			p.InFlight, p.Parked, p.Delayed, p.Committed, p.DeadLettered, paused)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

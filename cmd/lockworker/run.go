@@ -33,7 +33,10 @@ commands:
   stepdown     ask the leader to step down; another replica takes over
   pause        stop the leader from taking new jobs (it keeps the lock)
   resume       undo pause
-  enqueue      add a job, or one job per line of stdin (--lines)
+  enqueue      add a job, or one job per line of stdin (--lines); later
+               (--in, --at) or once per idempotency key
+  delayed      list the delayed jobs not yet due
+  schedule     add, list or remove periodic jobs (every D, or cron)
   deadletters  list dead-lettered jobs with their errors
   requeue      move dead letters back to the head of their keys
   parked       list the keys held after a job failed for good
@@ -81,6 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runStatus(ctx, getenv, args, stdout)
 	case "enqueue":
 		return runEnqueue(ctx, getenv, args, stdin, stdout)
+	case "delayed":
+		return runDelayed(ctx, getenv, args, stdout)
+	case "schedule":
+		return runSchedule(ctx, getenv, args, stdin, stdout)
 	case "deadletters":
 		return runDeadLetters(ctx, getenv, args, stdout)
 	case "requeue":

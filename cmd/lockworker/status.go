@@ -32,6 +32,8 @@ type statusReport struct {
 	// lock fields are empty (each partition has its own lock) and the
 	// queue's figures are every partition's summed.
 	Partitions int `json:"partitions"`
+	// Schedules are the fleet's schedules, with their last and next ticks.
+	Schedules []figures.Schedule `json:"schedules"`
 }
 
 const statusUsage = `usage: lockworker status [--json]
@@ -39,10 +41,10 @@ const statusUsage = `usage: lockworker status [--json]
 Reads the lock, the queue and the fleet registry straight from Redis and
 prints the mode, which replica leads (its worker ID, fencing token and
 lease left), the fencing epoch, whether the queue is paused, the pending,
-committed and dead-lettered jobs and how long the oldest pending one has
-waited; then a table of the live replicas (state, token, since, host,
-pid, version, jobs done, last error). The lock's secret value is never
-shown.
+delayed, committed and dead-lettered jobs and how long the oldest pending
+one has waited; then the schedules (each one's last and next tick) and a
+table of the live replicas (state, token, since, host, pid, version, jobs
+done, last error). The lock's secret value is never shown.
   --json  the same as one JSON object
 
 ` + redisSettings
@@ -74,19 +76,32 @@ func runStatus(ctx context.Context, getenv func(string) string, args []string, s
 	if err != nil {
 		return failed("status", "read the fleet registry", err)
 	}
+	schedules, err := p.Queues.Schedules(ctx)
+	if err != nil {
+		return failed("status", "read the schedules", err)
+	}
 	r := statusReport{
 		LockKey: p.Keys.Key(), Mode: string(p.Mode()), Held: h.Held, Holder: h.WorkerID, Token: h.Token,
 		LeaseLeftMs: h.TTL.Milliseconds(), Epoch: max(h.Epoch, q.Epoch), Queue: q, Replicas: replicas,
-		Partitions: p.Partitions,
+		Partitions: p.Partitions, Schedules: schedules,
 	}
 	if r.Replicas == nil {
 		r.Replicas = []roster.Record{}
+	}
+	if r.Schedules == nil {
+		r.Schedules = []figures.Schedule{}
 	}
 	if *asJSON {
 		return printJSON(stdout, r)
 	}
 	if err := printStatus(stdout, r, p.Topology(), h.TTL); err != nil {
 		return err
+	}
+	if len(schedules) > 0 {
+		fmt.Fprintf(stdout, "\nschedules (%d)\n", len(schedules))
+		if err := printSchedules(stdout, schedules, time.Now()); err != nil {
+			return err
+		}
 	}
 	return printReplicas(stdout, replicas, time.Now())
 }
@@ -116,6 +131,9 @@ func printStatus(w io.Writer, r statusReport, topology string, leaseLeft time.Du
 	fmt.Fprintf(tw, "jobs pending\t%d\n", r.Pending)
 	if r.Pending > 0 {
 		fmt.Fprintf(tw, "oldest waits\t%s\n", time.Duration(r.OldestPendingMs)*time.Millisecond)
+	}
+	if r.Delayed > 0 {
+		fmt.Fprintf(tw, "jobs delayed\t%d (lockworker delayed)\n", r.Delayed)
 	}
 	fmt.Fprintf(tw, "jobs committed\t%d\n", r.Committed)
 	fmt.Fprintf(tw, "dead letters\t%d\n", r.DeadLettered)

@@ -146,6 +146,7 @@ func (b *Backend) openLanes(cfg config.Config, names []string) error {
 			MinReplicas:    cfg.RedisMinReplicas,
 			ReplicaTimeout: max(cfg.RedisNodeTimeout/2, time.Millisecond), // the rest for the round trip
 			ReplicaCounts:  counts,
+			IdempotencyTTL: cfg.JobIdempotencyTTL,
 		}); err != nil {
 			return err
 		}

@@ -137,6 +137,10 @@ type Config struct {
 	// job per round trip. A leader lost mid-batch leaves its whole batch
 	// to run again.
 	JobBatch int `env:"JOB_BATCH" envDefault:"64"`
+	// JobIdempotencyTTL is how long an idempotency key (Idempotency-Key,
+	// enqueue --idempotency-key) is kept after its job finished: a
+	// retried enqueue with it answers the first job's ID until then.
+	JobIdempotencyTTL time.Duration `env:"JOB_IDEMPOTENCY_TTL" envDefault:"24h"`
 	// WorkDuration is how long the log handler's simulated work takes.
 	WorkDuration time.Duration `env:"WORK_DURATION" envDefault:"1s"`
 
@@ -357,6 +361,9 @@ func (c Config) checkRetries(p *problems) {
 	}
 	if c.JobConcurrency < 1 || c.JobConcurrency > jobs.MaxConcurrency {
 		p.add("JOB_CONCURRENCY", "must be between 1 and %d, got %d", jobs.MaxConcurrency, c.JobConcurrency)
+	}
+	if c.JobIdempotencyTTL < time.Second {
+		p.add("JOB_IDEMPOTENCY_TTL", "must be at least 1s (how long an idempotency key outlives its job), got %s", c.JobIdempotencyTTL)
 	}
 }
 

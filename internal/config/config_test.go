@@ -29,6 +29,9 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatalf("JOB_BATCH %d, PARTITIONS %d, LOG_LEVEL %v; want the jobs package's %d, 1 and info",
 			c.JobBatch, c.Partitions, c.LogLevel, jobs.DefaultBatch)
 	}
+	if c.JobIdempotencyTTL != jobs.DefaultIdempotencyTTL {
+		t.Fatalf("JOB_IDEMPOTENCY_TTL %s, want the jobs package's %s", c.JobIdempotencyTTL, jobs.DefaultIdempotencyTTL)
+	}
 	if len(c.WorkerID) != 26 {
 		t.Fatalf("default WORKER_ID %q is not a ULID", c.WorkerID)
 	}
@@ -74,6 +77,8 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{[]string{"JOB_BATCH=-3"}, "JOB_BATCH"},
 		{[]string{"JOB_BATCH=1001"}, "JOB_BATCH"},
 		{[]string{"JOB_BATCH=many"}, "JOB_BATCH"},
+		{[]string{"JOB_IDEMPOTENCY_TTL=500ms"}, "JOB_IDEMPOTENCY_TTL"},
+		{[]string{"JOB_IDEMPOTENCY_TTL=-1h"}, "JOB_IDEMPOTENCY_TTL"},
 		{[]string{"WORKER_ID=a b"}, "WORKER_ID"},
 		{[]string{"WORKER_ID=a\x1b[2Jb"}, "WORKER_ID"},
 		{[]string{"WORKER_ID=wörker"}, "WORKER_ID"},

@@ -23,8 +23,10 @@ func (d *Daemon) newServer() error {
 		Status:          d.status,
 		Ready:           d.ready,
 		Metrics:         d.metrics.Handler(),
-		Enqueue:         d.enqueue,
-		EnqueueMany:     d.be.Queues.EnqueueMany,
+		Enqueue:         d.be.Queues.EnqueueItem,
+		EnqueueMany:     d.be.Queues.EnqueueItems,
+		AdminToken:      d.cfg.AdminToken,
+		Schedules:       d.be.Queues,
 		JobsToken:       d.cfg.JobsToken,
 		MaxBodyInFlight: d.cfg.HTTPMaxBodyBytes,
 		Dashboard:       d.dash.Handler(),
@@ -192,10 +194,4 @@ func (d *Daemon) partitionStats(ctx context.Context) ([]figures.Queue, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
 	defer cancel()
 	return d.be.Queues.PartitionStats(ctx)
-}
-
-// enqueue is POST /jobs with one job: it goes to its key's partition.
-func (d *Daemon) enqueue(ctx context.Context, key string, payload []byte) (string, error) {
-	id, _, err := d.be.Queues.Enqueue(ctx, key, payload)
-	return id, err
 }

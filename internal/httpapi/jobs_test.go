@@ -46,8 +46,8 @@ func newJobsAPI(t testing.TB) *jobsAPI {
 	}
 	h, err := httpapi.New(httpapi.Config{
 		Status:      func(context.Context) statusdoc.Status { return statusdoc.Status{} },
-		Enqueue:     q.Enqueue,
-		EnqueueMany: q.EnqueueMany,
+		Enqueue:     q.EnqueueItem,
+		EnqueueMany: q.EnqueueItems,
 		JobsToken:   token,
 	})
 	if err != nil {

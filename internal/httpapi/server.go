@@ -29,13 +29,18 @@ type Config struct {
 	Ready func() error
 	// Metrics serves /metrics; optional.
 	Metrics http.Handler
-	// Enqueue adds a job with an ordering key ("" for none)
-	// (jobs.Router.Enqueue); with JobsToken it enables POST /jobs.
-	Enqueue func(ctx context.Context, key string, payload []byte) (string, error)
-	// EnqueueMany adds jobs all or none, in order, and returns their IDs
-	// in that order (jobs.Router.EnqueueMany): POST /jobs with
+	// Enqueue adds a job, maybe delayed or with an idempotency key
+	// (jobs.Router.EnqueueItem); with JobsToken it enables POST /jobs.
+	Enqueue func(ctx context.Context, it jobs.Item) (jobs.Receipt, error)
+	// EnqueueMany adds jobs all or none, in order, and returns their
+	// receipts in that order (jobs.Router.EnqueueItems): POST /jobs with
 	// Content-Type application/x-ndjson. Required with JobsToken.
-	EnqueueMany func(ctx context.Context, items []jobs.Item) ([]string, error)
+	EnqueueMany func(ctx context.Context, items []jobs.Item) ([]jobs.Receipt, error)
+	// AdminToken, with Schedules, enables /api/schedules (add, list,
+	// remove) for requests that bear it. Empty: no such routes.
+	AdminToken string
+	// Schedules stores the schedules (jobs.Router).
+	Schedules Schedules
 	// JobsToken is the bearer token POST /jobs requires; empty: no
 	// endpoint. Otherwise at least bearer.MinLen bytes, without spaces or
 	// control characters (bearer.Check).
@@ -74,6 +79,11 @@ func (c *Config) validate() error {
 	if c.JobsToken != "" && c.EnqueueMany == nil {
 		errs = append(errs, errors.New("httpapi: JobsToken is set but EnqueueMany is nil"))
 	}
+	if c.AdminToken != "" {
+		if err := bearer.Check(c.AdminToken); err != nil {
+			errs = append(errs, fmt.Errorf("httpapi: AdminToken: %w", err))
+		}
+	}
 	if c.MaxBodyInFlight == 0 {
 		c.MaxBodyInFlight = DefaultMaxBodyInFlight
 	}
@@ -103,6 +113,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.JobsToken != "" {
 		mux.HandleFunc("POST /jobs", s.enqueue)
+	}
+	if cfg.AdminToken != "" && cfg.Schedules != nil {
+		s.mountSchedules(mux)
 	}
 	if cfg.Dashboard != nil {
 		mux.Handle("/", cfg.Dashboard)
@@ -165,21 +178,59 @@ func (s *server) enqueue(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "could not read the body"})
 		return
 	}
-	key, bad := headerKey(r)
+	it, bad := headerItem(r)
 	if bad != "" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": bad})
 		return
 	}
-	if err := jobs.CheckItem(jobs.Item{Key: key, Payload: payload}); err != nil {
+	it.Payload = payload
+	if err := jobs.CheckItem(it); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": reason(err) + "; nothing enqueued"})
 		return
 	}
-	id, err := s.cfg.Enqueue(r.Context(), key, payload)
+	rc, err := s.cfg.Enqueue(r.Context(), it)
 	if err != nil {
 		s.refused(w, err, 1, "could not enqueue: Redis unavailable")
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"id": id})
+	code := http.StatusAccepted
+	if rc.Existing {
+		code = http.StatusOK // the job of that idempotency key stands for it
+	}
+	writeJSON(w, code, map[string]string{"id": rc.ID})
+}
+
+// headerItem is what the headers of POST /jobs say of a job: its key
+// (headerKey), its due time (Lockworker-Not-Before) and its idempotency
+// key. bad is the 400's message when one is refused.
+func headerItem(r *http.Request) (it jobs.Item, bad string) {
+	if it.Key, bad = headerKey(r); bad != "" {
+		return it, bad
+	}
+	if it.NotBefore, bad = headerTime(r); bad != "" {
+		return it, bad
+	}
+	if vs, ok := r.Header[HeaderIdempotencyKey]; ok {
+		if len(vs) > 1 || jobs.CheckIdempotencyKey(vs[0]) != nil {
+			return it, HeaderIdempotencyKey + ": " + reason(jobs.ErrIdempotencyKeyInvalid) + ", or given more than once; nothing enqueued"
+		}
+		it.IdempotencyKey = vs[0]
+	}
+	return it, ""
+}
+
+// headerTime is the Lockworker-Not-Before header's time: zero without
+// it. bad is the 400's message when it is refused.
+func headerTime(r *http.Request) (time.Time, string) {
+	vs, ok := r.Header[HeaderNotBefore]
+	if !ok {
+		return time.Time{}, ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, vs[0])
+	if len(vs) > 1 || err != nil {
+		return time.Time{}, HeaderNotBefore + ": not one RFC 3339 time (such as 2026-03-01T02:00:00Z); nothing enqueued"
+	}
+	return t, ""
 }
 
 // enqueueLines is POST /jobs with an NDJSON body: one job per line, each a
@@ -203,31 +254,77 @@ func (s *server) enqueueLines(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "could not read the body; nothing enqueued"})
 		return
 	}
-	key, refused := headerKey(r)
-	field, hasField := r.Header[HeaderKeyField]
-	switch {
-	case refused != "":
+	f, refused := lineFields(r)
+	if refused != "" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": refused})
 		return
-	case key != "" && hasField:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "give " + HeaderKey + " or " + HeaderKeyField + ", not both; nothing enqueued"})
-		return
-	case hasField && (len(field) != 1 || field[0] == ""):
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": HeaderKeyField + " must name one field; nothing enqueued"})
-		return
 	}
-	items, err := jobs.Keyed(payloads, key, r.Header.Get(HeaderKeyField))
+	items, err := jobs.ItemsOf(payloads, f)
 	if err == nil {
-		var ids []string
-		if ids, err = s.cfg.EnqueueMany(r.Context(), items); err == nil {
-			writeJSON(w, http.StatusAccepted, map[string][]string{"ids": ids})
+		var rs []jobs.Receipt
+		if rs, err = s.cfg.EnqueueMany(r.Context(), items); err == nil {
+			code, body := batchAnswer(rs)
+			writeJSON(w, code, body)
 			return
 		}
 	}
 	s.refused(w, err, len(payloads), "could not enqueue: Redis refused; nothing enqueued")
 }
 
-// The headers that give jobs their ordering keys.
+// batchAnswer is the answer to an NDJSON enqueue that returned rs: the
+// IDs, and the jobs (from 1) whose idempotency key an earlier job held;
+// 202, or 200 when no job was enqueued (every one such a duplicate).
+func batchAnswer(rs []jobs.Receipt) (int, any) {
+	body := struct {
+		IDs      []string `json:"ids"`
+		Existing []int    `json:"existing,omitempty"`
+	}{IDs: make([]string, len(rs))}
+	for i, rc := range rs {
+		body.IDs[i] = rc.ID
+		if rc.Existing {
+			body.Existing = append(body.Existing, i+1)
+		}
+	}
+	if len(body.Existing) == len(rs) {
+		return http.StatusOK, body
+	}
+	return http.StatusAccepted, body
+}
+
+// lineFields is what the headers of an NDJSON POST /jobs say of every
+// line: a key or a key field, a due time or a due-time field, an
+// idempotency-key field. bad is the 400's message when they are refused.
+func lineFields(r *http.Request) (f jobs.LineFields, bad string) {
+	if f.Key, bad = headerKey(r); bad != "" {
+		return f, bad
+	}
+	if f.NotBefore, bad = headerTime(r); bad != "" {
+		return f, bad
+	}
+	for _, h := range []struct {
+		name string
+		to   *string
+	}{{HeaderKeyField, &f.KeyField}, {HeaderNotBeforeField, &f.NotBeforeField}, {HeaderIdempotencyKeyField, &f.IdempotencyKeyField}} {
+		if vs, ok := r.Header[h.name]; ok {
+			if len(vs) != 1 || vs[0] == "" {
+				return f, h.name + " must name one field; nothing enqueued"
+			}
+			*h.to = vs[0]
+		}
+	}
+	switch {
+	case f.Key != "" && f.KeyField != "":
+		return f, "give " + HeaderKey + " or " + HeaderKeyField + ", not both; nothing enqueued"
+	case !f.NotBefore.IsZero() && f.NotBeforeField != "":
+		return f, "give " + HeaderNotBefore + " or " + HeaderNotBeforeField + ", not both; nothing enqueued"
+	case r.Header.Get(HeaderIdempotencyKey) != "":
+		return f, HeaderIdempotencyKey + " would make every line one job: give each line its own with " +
+			HeaderIdempotencyKeyField + "; nothing enqueued"
+	}
+	return f, ""
+}
+
+// The headers that say what POST /jobs enqueues besides the payloads.
 const (
 	// HeaderKey is the ordering key of the job, or of every line of an
 	// NDJSON body.
@@ -235,6 +332,19 @@ const (
 	// HeaderKeyField names the top-level field of each NDJSON line whose
 	// string value is that line's ordering key.
 	HeaderKeyField = "Lockworker-Key-Field"
+	// HeaderNotBefore delays the job, or every line's (RFC 3339): it
+	// joins its key's order then.
+	HeaderNotBefore = "Lockworker-Not-Before"
+	// HeaderNotBeforeField names the field of each NDJSON line that holds
+	// its due time (RFC 3339).
+	HeaderNotBeforeField = "Lockworker-Not-Before-Field"
+	// HeaderIdempotencyKey makes the enqueue of one job safe to retry:
+	// while a job of its partition holds the key, POST /jobs enqueues
+	// nothing and answers 200 with that job's ID.
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderIdempotencyKeyField names the field of each NDJSON line that
+	// holds its idempotency key (a line without it has none).
+	HeaderIdempotencyKeyField = "Idempotency-Key-Field"
 )
 
 // headerKey is the Lockworker-Key header's ordering key: "" without the

@@ -27,11 +27,11 @@ func TestEndpoints(t *testing.T) {
 			return nil
 		},
 		JobsToken: "t0ken-0123456789abcdef",
-		Enqueue: func(_ context.Context, _ string, p []byte) (string, error) {
-			got = p
-			return "01JOB", nil
+		Enqueue: func(_ context.Context, it jobs.Item) (jobs.Receipt, error) {
+			got = it.Payload
+			return jobs.Receipt{ID: "01JOB"}, nil
 		},
-		EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { t.Fatal("EnqueueMany"); return nil, nil },
+		EnqueueMany: func(context.Context, []jobs.Item) ([]jobs.Receipt, error) { t.Fatal("EnqueueMany"); return nil, nil },
 	})
 	do := func(method, path, auth, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -82,8 +82,11 @@ func TestEndpoints(t *testing.T) {
 
 func TestJobsOffWithoutToken(t *testing.T) {
 	h := mustNew(t, Config{
-		Status:  func(context.Context) statusdoc.Status { return statusdoc.Status{} },
-		Enqueue: func(context.Context, string, []byte) (string, error) { t.Fatal("enqueued"); return "", nil },
+		Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} },
+		Enqueue: func(context.Context, jobs.Item) (jobs.Receipt, error) {
+			t.Fatal("enqueued")
+			return jobs.Receipt{}, nil
+		},
 	})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("POST", "/jobs", strings.NewReader("x")))
@@ -109,11 +112,13 @@ func TestNewValidates(t *testing.T) {
 		{Config{}, "Status is required"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef"}, "Enqueue is nil"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken-0123456789abcdef",
-			Enqueue: func(context.Context, string, []byte) (string, error) { return "", nil }}, "EnqueueMany is nil"},
+			Enqueue: func(context.Context, jobs.Item) (jobs.Receipt, error) { return jobs.Receipt{}, nil }}, "EnqueueMany is nil"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, MaxBodyInFlight: jobs.MaxBatchBytes - 1}, "MaxBodyInFlight"},
 		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, JobsToken: "t0ken",
-			Enqueue:     func(context.Context, string, []byte) (string, error) { return "", nil },
-			EnqueueMany: func(context.Context, []jobs.Item) ([]string, error) { return nil, nil }}, "JobsToken: bearer: token shorter than 16 bytes"},
+			Enqueue:     func(context.Context, jobs.Item) (jobs.Receipt, error) { return jobs.Receipt{}, nil },
+			EnqueueMany: func(context.Context, []jobs.Item) ([]jobs.Receipt, error) { return nil, nil }}, "JobsToken: bearer: token shorter than 16 bytes"},
+		{Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} }, AdminToken: "short"},
+			"AdminToken: bearer: token shorter than 16 bytes"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)

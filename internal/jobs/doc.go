@@ -30,9 +30,14 @@
 // The leader works in steps (step.lua), one round trip each: a step
 // records how the runs the leader finished ended (jobs committed or
 // dead-lettered, the group done, retried later, parked, interrupted),
-// releases the claims of a lost leadership, and claims the next runs: up
-// to one group per slot the worker holds, the groups that may run now,
-// oldest first, and up to WorkerConfig.Batch jobs of each. The script
+// enqueues the schedules' ticks it was sent, moves the delayed jobs that
+// are due into their groups, releases the claims of a lost leadership,
+// and claims the next runs: up to one group per slot the worker holds,
+// the groups that may run now, oldest first, and up to
+// WorkerConfig.Batch jobs of each. Its reply names the schedules due,
+// whose ticks the next step enqueues (computed in Go: package schedule),
+// and when the next delayed job or tick falls due, so the leader wakes
+// then without polling. The script
 // compares the token with the fence first and changes nothing when the
 // token is lower; otherwise it raises the fence to the token. It applies
 // a run's outcome only while the group's claim is still that run's (this
@@ -95,7 +100,29 @@
 //     refused whole before anything is written.
 //   - Pause: while the queue is paused, a step claims no group (checked
 //     after the fence), so the leader keeps its lock and takes nothing
-//     new; the runs in flight finish and are recorded.
+//     new; the runs in flight finish and are recorded. Delayed jobs still
+//     join their keys and schedules still tick, as enqueues still add.
+//   - Delayed jobs (Item.NotBefore): kept apart, durable, until their due
+//     time by the leader's clock; a step at or after it moves each into
+//     its group once (it is removed in the same script), at its place:
+//     after the group's jobs placed before its due time, before those
+//     enqueued after it while it waited (looking back at most 100 jobs
+//     from the tail), never before the run in flight, a parked head or a
+//     head backing off; jobs due at one time in ID order, that is in
+//     enqueue order. A stale leader moves nothing. MaxDelay bounds how
+//     far ahead.
+//   - Schedules (Schedule): each tick is enqueued exactly once, by the
+//     fenced leader of the schedule's partition: the tick's job, the
+//     schedule's last tick and next tick are written in one step, only
+//     while the next tick is still the one the leader read and only for
+//     ticks later than the last; a resent step, a stale leader or a
+//     leader change mid-tick neither loses nor doubles a tick. Missed
+//     ticks are caught up once or skipped (schedule.CatchUp).
+//   - Idempotent enqueue (Item.IdempotencyKey): per partition, checked in
+//     the script that appends, so concurrent senders get one job and its
+//     ID; the key has no expiry while its job is pending, delayed or
+//     parked, and expires Config.IdempotencyTTL after the step (or skip)
+//     that finished it.
 //
 // # Not guaranteed
 //
@@ -112,9 +139,17 @@
 //     lose jobs, commits and the epoch itself; see docs/safety.md.
 //   - Timeliness for an idle leader without notices: it is woken by
 //     Worker.Notify (enqueue notices, an operator's retry, skip or
-//     resume) and by the next due retry, and otherwise looks for new jobs
-//     every PollInterval (jittered). A busy leader takes the next run at
-//     once.
+//     resume), by the next due retry, delayed job or schedule tick, and
+//     otherwise looks for new jobs every PollInterval (jittered). A busy
+//     leader takes the next run at once.
+//   - A delayed job's due time or a tick's time by any clock but the
+//     leader's: due times are compared with the clock of the replica that
+//     leads the partition (and with the producer's, to decide whether a
+//     job is delayed at all).
+//   - Idempotency beyond a partition or past its window: an idempotency
+//     key is unique in its partition (a keyed job's is its key's; reuse
+//     a key with the same ordering key, or none), and once it expired the
+//     same key enqueues a new job.
 //   - An exact attempt count: a step retried after a Redis error may count
 //     a redelivery twice.
 //   - That the groups change only through this package: the scripts

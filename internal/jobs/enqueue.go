@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
@@ -27,10 +27,35 @@ var ErrOutcomeUnknown = errors.New("jobs: the batch was enqueued whole or not at
 func trim(err error) string { return strings.TrimPrefix(err.Error(), "jobs: ") }
 
 // Item is one job to enqueue: its payload and, optionally, its ordering
-// key (see Job.Key).
+// key (see Job.Key), its due time and its idempotency key.
 type Item struct {
 	Key     string
 	Payload []byte
+	// NotBefore delays the job: it is kept apart until then (J:delayed)
+	// and joins its key's order at that time, as if enqueued then, by
+	// the partition leader's clock; it never holds the key's other jobs
+	// back meanwhile. Zero, or a time not after now: the job joins at
+	// once. At most MaxDelay ahead (ErrTooFarAhead).
+	NotBefore time.Time
+	// IdempotencyKey, when set, enqueues the job only if no job of its
+	// partition holds the same idempotency key: while that job is
+	// pending, delayed or parked, and for Config.IdempotencyTTL after it
+	// finished, an enqueue with the key adds nothing and answers that
+	// job's ID (Receipt.Existing). Checked in the script that appends, so
+	// two concurrent senders get one job. A keyless job with one goes to
+	// the partition its idempotency key picks (Router).
+	IdempotencyKey string
+}
+
+// Receipt is an enqueue's answer for one item.
+type Receipt struct {
+	// ID is the job's ULID: the new job's, or, when Existing, the ID of
+	// the job that holds the item's idempotency key.
+	ID        string
+	Partition int
+	// Existing: nothing was enqueued for the item; a job enqueued earlier
+	// with its idempotency key stands for it.
+	Existing bool
 }
 
 // Enqueue appends a job with ordering key key ("" for none) to the tail of
@@ -42,27 +67,35 @@ type Item struct {
 // reporting it as a failure would invite a second enqueue of the same
 // job.
 func (q *Queue) Enqueue(ctx context.Context, key string, payload []byte) (string, error) {
-	return q.enqueue(ctx, ulid.Make().String(), Item{Key: key, Payload: payload})
+	r, err := q.EnqueueItem(ctx, Item{Key: key, Payload: payload})
+	return r.ID, err
 }
 
-func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error) {
-	if err := CheckItem(it); err != nil {
-		return "", err
+// EnqueueItem is Enqueue of an item that may be delayed or carry an
+// idempotency key (see Item).
+func (q *Queue) EnqueueItem(ctx context.Context, it Item) (Receipt, error) {
+	return q.enqueue(ctx, ulid.Make().String(), it)
+}
+
+func (q *Queue) enqueue(ctx context.Context, id string, it Item) (Receipt, error) {
+	if err := checkItem(it, q.cfg.Now()); err != nil {
+		return Receipt{}, err
 	}
-	err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{{0}}, []string{id}, []Item{it})
+	held, err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{{0}}, []string{id}, []Item{it})
 	switch {
 	case errors.Is(err, ErrNotReplicated):
-		return "", fmt.Errorf("jobs: enqueue %s: %w", id, err)
+		return Receipt{}, fmt.Errorf("jobs: enqueue %s: %w", id, err)
 	case err != nil:
-		return "", fmt.Errorf("jobs: enqueue: %w", err)
+		return Receipt{}, fmt.Errorf("jobs: enqueue: %w", err)
 	}
-	return id, nil
+	return receipts([]string{id}, held, func(int) int { return q.cfg.Partition })[0], nil
 }
 
 // EnqueueMany appends the items to the tails of their groups, in order,
 // all or none, and returns their ULIDs in the same order (which is also
 // the order in which the jobs of one group run); then it publishes one
-// notice, the last ID.
+// notice, the last ID. An item whose idempotency key a job already holds
+// adds nothing, and its ID is that job's.
 //
 // The batch is checked whole before anything is written (CheckBatch: 1
 // to MaxBatch items, each as CheckItem checks it, a *BatchError naming
@@ -77,14 +110,47 @@ func (q *Queue) enqueue(ctx context.Context, id string, it Item) (string, error)
 // a timeout) leaves the caller unable to tell whether the whole batch was
 // added; it is never partly added. Any other error means none was.
 func (q *Queue) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
-	if err := CheckBatch(items); err != nil {
+	rs, err := q.EnqueueItems(ctx, items)
+	return idsOf(rs), err
+}
+
+// EnqueueItems is EnqueueMany with a Receipt per item.
+func (q *Queue) EnqueueItems(ctx context.Context, items []Item) ([]Receipt, error) {
+	if err := checkBatch(items, q.cfg.Now()); err != nil {
 		return nil, err
 	}
 	ids := newIDs(len(items))
-	if err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{indexes(len(items))}, ids, items); err != nil {
+	held, err := appendJobs(ctx, q.cfg.Client, []*Queue{q}, [][]int{indexes(len(items))}, ids, items)
+	if err != nil {
 		return nil, enqueueError(len(items), err)
 	}
-	return ids, nil
+	return receipts(ids, held, func(int) int { return q.cfg.Partition }), nil
+}
+
+// receipts are the receipts of the items with new IDs ids, held[i] the
+// ID of the job that holds item i's idempotency key ("" when it was
+// enqueued), part(i) its partition.
+func receipts(ids, held []string, part func(i int) int) []Receipt {
+	out := make([]Receipt, len(ids))
+	for i, id := range ids {
+		out[i] = Receipt{ID: id, Partition: part(i)}
+		if held[i] != "" {
+			out[i].ID, out[i].Existing = held[i], true
+		}
+	}
+	return out
+}
+
+// idsOf are the receipts' IDs, in order.
+func idsOf(rs []Receipt) []string {
+	if rs == nil {
+		return nil
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID
+	}
+	return out
 }
 
 // newIDs is n fresh ULIDs, in order (monotonic within the batch).
@@ -116,22 +182,24 @@ func (u unanswered) Unwrap() error { return u.err }
 // parts[k], in one enqueue.lua call on client (all or none: the script
 // checks every key first), with each queue's notice (its last ID) and,
 // when the master has replicas, one WAIT pipelined behind it: one round
-// trip. A refusal is returned as Redis gave it (wrapped in ErrRedisFull
+// trip. It returns, for each item, "" when it was written, or the ID of
+// the job that holds its idempotency key (then nothing was written for
+// it). A refusal is returned as Redis gave it (wrapped in ErrRedisFull
 // for memory); no answer at all is an unanswered; a write that too few
 // replicas acknowledged wraps ErrNotReplicated.
-func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [][]int, ids []string, items []Item) error {
+func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, parts [][]int, ids []string, items []Item) ([]string, error) {
 	first := queues[slices.IndexFunc(parts, func(p []int) bool { return len(p) > 0 })]
 	ack := first.acks
 	conn, want, err := ack.conn(ctx, client, first.ready)
 	if err != nil {
-		return fmt.Errorf("count the replicas: %w", err)
+		return nil, fmt.Errorf("count the replicas: %w", err)
 	}
 	var c scriptpipe.Client = client
 	if conn != nil {
 		defer func() { _ = conn.Close() }()
 		c = conn // the script and its WAIT on one connection
 	}
-	keys, args := appendArgs(queues, parts, ids, items, first.nowMillis())
+	keys, args, order := appendArgs(queues, parts, ids, items, first.cfg.Now())
 	b := scriptpipe.Batch{Script: enqueueScript, Keys: keys, Args: args}
 	var late []*Queue // notices sent once the write is answered
 	for k, part := range parts {
@@ -148,25 +216,46 @@ func appendJobs(ctx context.Context, client redis.Cmdable, queues []*Queue, part
 	}
 	_, r := scriptpipe.Run(ctx, c, b, nil)
 	var refused redis.Error
-	switch err := r.Script.Err(); {
+	reply, err := r.Script.Slice()
+	switch {
 	case err == nil:
 	case errors.As(err, &refused):
-		return full(err)
+		return nil, full(err)
 	default:
-		return unanswered{err}
+		return nil, unanswered{err}
+	}
+	held, err := parseEnqueue(reply, order, len(items))
+	if err != nil {
+		return nil, err
 	}
 	for _, q := range late {
 		part := parts[slices.Index(queues, q)]
 		_ = q.publish(ctx, q.cfg.Client, ids[part[len(part)-1]])
 	}
 	if conn != nil {
-		return ack.check(r.After[len(r.After)-1], want)
+		return held, ack.check(r.After[len(r.After)-1], want)
 	}
-	return nil
+	return held, nil
 }
 
-// appendArgs is enqueue.lua's keys and arguments for appendJobs.
-func appendArgs(queues []*Queue, parts [][]int, ids []string, items []Item, now string) (keys []string, args []any) {
+// parseEnqueue decodes enqueue.lua's reply, one value per job in the
+// script's order (order[j] is the item the j-th is), into one per item:
+// "" for an item written, or the ID that holds its idempotency key.
+func parseEnqueue(reply []any, order []int, n int) ([]string, error) {
+	if len(reply) != len(order) {
+		return nil, fmt.Errorf("jobs: enqueue: %d jobs sent, %d answered", len(order), len(reply))
+	}
+	held := make([]string, n)
+	for j, v := range reply {
+		held[order[j]] = str(v)
+	}
+	return held, nil
+}
+
+// appendArgs is enqueue.lua's keys and arguments for appendJobs, and the
+// order in which it takes the items (order[j]: the item of its j-th job).
+// An item due after now is delayed.
+func appendArgs(queues []*Queue, parts [][]int, ids []string, items []Item, now time.Time) (keys []string, args []any, order []int) {
 	var used []*Queue
 	index := map[*Queue]int{} // 1-based, as the script counts
 	n := 0
@@ -177,25 +266,39 @@ func appendArgs(queues []*Queue, parts [][]int, ids []string, items []Item, now 
 			n += len(part)
 		}
 	}
-	keys = make([]string, 0, 2*len(used)+n)
-	for _, q := range used {
-		keys = append(keys, q.ready)
+	keys = make([]string, 0, 3*len(used)+n)
+	for _, name := range []func(q *Queue) string{
+		func(q *Queue) string { return q.ready },
+		func(q *Queue) string { return q.counters },
+		func(q *Queue) string { return q.delayed },
+	} {
+		for _, q := range used {
+			keys = append(keys, name(q))
+		}
 	}
+	ms := now.UnixMilli()
+	args = make([]any, 0, 2+len(used)+5*n)
+	args = append(args, len(used), ms)
 	for _, q := range used {
-		keys = append(keys, q.counters)
+		args = append(args, q.idemPrefix)
 	}
-	args = make([]any, 0, 2+3*n)
-	args = append(args, len(used), now)
-	ms, _ := strconv.ParseInt(now, 10, 64)
+	order = make([]int, 0, n)
 	for k, part := range parts {
 		q := queues[k]
 		for _, i := range part {
-			m := q.member(items[i].Key, ids[i])
+			it := items[i]
+			m := q.member(it.Key, ids[i])
+			var due int64
+			if it.NotBefore.After(now) {
+				due = it.NotBefore.UnixMilli()
+			}
 			keys = append(keys, q.group(m))
-			args = append(args, index[q], m, encodeEntry(ids[i], ms, "", items[i].Key, items[i].Payload))
+			args = append(args, index[q], m, encodeEntry(ids[i], ms, entryMeta{due: due, idem: it.IdempotencyKey}, it.Key, it.Payload),
+				due, it.IdempotencyKey)
+			order = append(order, i)
 		}
 	}
-	return keys, args
+	return keys, args, order
 }
 
 func indexes(n int) []int {

@@ -13,27 +13,50 @@ import (
 //	1 <id> <enqueued ms>[ <field>...]\n<key>\n<payload>
 //
 // The first line is the header the scripts read with string.match (1 is
-// the format's version; a field is name=value, e.g. from=<id> for a job
-// requeued from a dead letter). A key has no control character (Enqueue
-// refuses them), so it ends at the second newline; the payload is the
-// rest, byte for byte.
+// the format's version; a field is name=value, none holding a space):
+//
+//	due=<ms>         a delayed job's due time, or a schedule's tick's time
+//	schedule=<name>  the schedule whose tick the job is
+//	idem=<key>       the job's idempotency key
+//	from=<id>        the dead letter the job was requeued from
+//
+// A job's place in its group's order is its due time, or its enqueue
+// time without one (step.lua's placeOf). A key has no control character
+// (Enqueue refuses them), so it ends at the second newline; the payload
+// is the rest, byte for byte.
 const entryVersion = "1"
 
+// entryMeta is what an entry's header carries besides the job's ID and
+// enqueue time; the zero value carries nothing.
+type entryMeta struct {
+	due      int64 // unix ms; 0 for none
+	schedule string
+	idem     string
+	from     string
+}
+
 // encodeEntry is the entry of job id with key and payload, enqueued at
-// ms (unix milliseconds); from is the dead letter it was requeued from,
-// or "".
-func encodeEntry(id string, ms int64, from, key string, payload []byte) string {
+// ms (unix milliseconds), with m's fields.
+func encodeEntry(id string, ms int64, m entryMeta, key string, payload []byte) string {
 	var b strings.Builder
-	b.Grow(len(id) + len(from) + len(key) + len(payload) + 32)
+	b.Grow(len(id) + len(m.schedule) + len(m.idem) + len(m.from) + len(key) + len(payload) + 64)
 	b.WriteString(entryVersion)
 	b.WriteByte(' ')
 	b.WriteString(id)
 	b.WriteByte(' ')
 	b.WriteString(strconv.FormatInt(ms, 10))
-	if from != "" {
-		b.WriteString(" from=")
-		b.WriteString(from)
+	field := func(name, v string) {
+		if v != "" {
+			b.WriteString(" " + name + "=")
+			b.WriteString(v)
+		}
 	}
+	if m.due != 0 {
+		field("due", strconv.FormatInt(m.due, 10))
+	}
+	field("schedule", m.schedule)
+	field("idem", m.idem)
+	field("from", m.from)
 	b.WriteByte('\n')
 	b.WriteString(key)
 	b.WriteByte('\n')
@@ -44,8 +67,9 @@ func encodeEntry(id string, ms int64, from, key string, payload []byte) string {
 // errEntry is the error of an entry that is not in the format above.
 var errEntry = errors.New("jobs: malformed queue entry")
 
-// decodeEntry reads an entry into a Job (ID, Key, Payload, EnqueuedAt)
-// and the dead letter it was requeued from, if any.
+// decodeEntry reads an entry into a Job (ID, Key, Payload, EnqueuedAt,
+// DueAt, Schedule and its idempotency key) and the dead letter it was
+// requeued from, if any.
 func decodeEntry(e string) (job Job, from string, err error) {
 	head, rest, ok := strings.Cut(e, "\n")
 	key, payload, ok2 := strings.Cut(rest, "\n")
@@ -57,12 +81,24 @@ func decodeEntry(e string) (job Job, from string, err error) {
 	if err != nil {
 		return Job{}, "", fmt.Errorf("%w: enqueue time %q", errEntry, fields[2])
 	}
+	job = Job{ID: fields[1], Key: key, Payload: []byte(payload), EnqueuedAt: time.UnixMilli(ms)}
 	for _, f := range fields[3:] {
-		if v, ok := strings.CutPrefix(f, "from="); ok {
+		name, v, _ := strings.Cut(f, "=")
+		switch name {
+		case "from":
 			from = v
+		case "due":
+			due, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Job{}, "", fmt.Errorf("%w: due time %q", errEntry, v)
+			}
+			job.DueAt = time.UnixMilli(due)
+		case "schedule":
+			job.Schedule = v
+		case "idem":
+			job.idem = v
 		}
 	}
-	job = Job{ID: fields[1], Key: key, Payload: []byte(payload), EnqueuedAt: time.UnixMilli(ms)}
 	return job, from, nil
 }
 

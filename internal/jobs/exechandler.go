@@ -41,7 +41,10 @@ type ExecConfig struct {
 // payload on stdin; a clean environment with LOCKWORKER_JOB_ID,
 // LOCKWORKER_JOB_ATTEMPT, LOCKWORKER_FENCING_TOKEN (the token of the job's
 // partition's leadership), LOCKWORKER_WORKER_ID, LOCKWORKER_PARTITION and
-// LOCKWORKER_KEY (the job's ordering key, "" without one);
+// LOCKWORKER_KEY (the job's ordering key, "" without one); for a delayed
+// job LOCKWORKER_DUE_AT, and for a schedule's tick LOCKWORKER_SCHEDULE
+// and LOCKWORKER_SCHEDULED_AT (and LOCKWORKER_DUE_AT, the same time), in
+// FormatTime's form;
 // its own process tree, stopped with SIGTERM when the job's context ends
 // or Timeout passes, and killed no later than the lease deadline, and
 // when the daemon dies. A non-zero exit is a failed attempt, and so is a
@@ -52,6 +55,10 @@ type ExecHandler struct {
 	timeout  time.Duration
 	log      *slog.Logger
 }
+
+// FormatTime is how a job's times go to its handler (LOCKWORKER_DUE_AT,
+// Lockworker-Due-At, ...): RFC 3339 in UTC, to the millisecond.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // ErrTimeout is the cause of a command stopped at ExecConfig.Timeout.
 var ErrTimeout = errors.New("jobs: exec: the command outlived JOB_TIMEOUT")
@@ -87,14 +94,22 @@ func (h *ExecHandler) Handle(ctx context.Context, job Job, lease Lease) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, h.timeout, fmt.Errorf("%w (%s)", ErrTimeout, h.timeout))
 	defer cancel()
-	err := h.g.Run(ctx, job.Payload, map[string]string{
+	vars := map[string]string{
 		"LOCKWORKER_JOB_ID":        job.ID,
 		"LOCKWORKER_JOB_ATTEMPT":   strconv.Itoa(job.Attempt),
 		"LOCKWORKER_FENCING_TOKEN": strconv.FormatInt(token, 10),
 		"LOCKWORKER_WORKER_ID":     h.workerID,
 		"LOCKWORKER_PARTITION":     strconv.Itoa(job.Partition),
 		"LOCKWORKER_KEY":           job.Key,
-	}, lease.Deadline)
+	}
+	if !job.DueAt.IsZero() {
+		vars["LOCKWORKER_DUE_AT"] = FormatTime(job.DueAt)
+	}
+	if job.Schedule != "" {
+		vars["LOCKWORKER_SCHEDULE"] = job.Schedule
+		vars["LOCKWORKER_SCHEDULED_AT"] = FormatTime(job.DueAt)
+	}
+	err := h.g.Run(ctx, job.Payload, vars, lease.Deadline)
 	if errors.Is(err, guest.ErrDeadline) && ctx.Err() == nil {
 		// Its supervisor killed it at a deadline the lease may have moved
 		// past (the daemon was frozen, say): the lease is ending as far as

@@ -64,9 +64,31 @@ func TestExecHandler(t *testing.T) {
 				t.Errorf("child env lacks %s", want)
 			}
 		}
+		for _, absent := range []string{"LOCKWORKER_DUE_AT", "LOCKWORKER_SCHEDULE"} {
+			if strings.Contains(string(env), absent) {
+				t.Errorf("a job neither delayed nor scheduled: child env has %s", absent)
+			}
+		}
 		for _, secret := range []string{"s3cret", "t0ken", "REDIS_URLS", "JOBS_TOKEN"} {
 			if strings.Contains(string(env), secret) {
 				t.Errorf("child env shows %s:\n%s", secret, env)
+			}
+		}
+	})
+	t.Run("a schedule's tick", func(t *testing.T) {
+		envFile := filepath.Join(dir, "env-tick")
+		t.Setenv("ENVFILE", envFile)
+		h := must(NewExecHandler(ExecConfig{Command: []string{"sh", "-c", `env > "$ENVFILE"`},
+			AllowEnv: append([]string{"ENVFILE"}, testEnv...)}))
+		job := Job{ID: "01JOB", Payload: []byte("x"), Attempt: 1, Schedule: "nightly", DueAt: time.UnixMilli(1772359200123)}
+		if err := h.Handle(t.Context(), job, newLease(42, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		env, _ := os.ReadFile(envFile)
+		for _, want := range []string{"LOCKWORKER_SCHEDULE=nightly", "LOCKWORKER_SCHEDULED_AT=2026-03-01T10:00:00.123Z",
+			"LOCKWORKER_DUE_AT=2026-03-01T10:00:00.123Z"} {
+			if !strings.Contains(string(env), want+"\n") {
+				t.Errorf("child env lacks %s", want)
 			}
 		}
 	})

@@ -60,6 +60,11 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderPartition      = "Lockworker-Partition"
 	HeaderKey            = "Lockworker-Key" // only when the job has an ordering key
+	// Only for a delayed job or a schedule's tick (FormatTime).
+	HeaderDueAt = "Lockworker-Due-At"
+	// Only for a schedule's tick: its name, and its tick's time.
+	HeaderSchedule    = "Lockworker-Schedule"
+	HeaderScheduledAt = "Lockworker-Scheduled-At"
 )
 
 // maxQuoted is how much of an error answer's body goes into the error
@@ -286,6 +291,13 @@ func (h *HTTPHandler) header(hd http.Header, job Job, token int64) {
 	hd.Set(HeaderPartition, strconv.Itoa(job.Partition))
 	if job.Key != "" {
 		hd.Set(HeaderKey, job.Key)
+	}
+	if !job.DueAt.IsZero() {
+		hd.Set(HeaderDueAt, FormatTime(job.DueAt))
+	}
+	if job.Schedule != "" {
+		hd.Set(HeaderSchedule, job.Schedule)
+		hd.Set(HeaderScheduledAt, FormatTime(job.DueAt))
 	}
 	if h.token != "" {
 		hd.Set("Authorization", "Bearer "+h.token)

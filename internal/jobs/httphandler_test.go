@@ -97,6 +97,22 @@ func TestHTTPHandlerRequest(t *testing.T) {
 			t.Errorf("header %s = %q, want %q", name, v, want)
 		}
 	}
+	for _, name := range []string{HeaderDueAt, HeaderSchedule, HeaderScheduledAt} {
+		if v, ok := s.header[name]; ok {
+			t.Errorf("a job neither delayed nor scheduled: header %s = %q", name, v)
+		}
+	}
+	job = Job{ID: "01JOB", Payload: []byte("x"), Attempt: 1, Schedule: "nightly", DueAt: time.UnixMilli(1772359200123)}
+	if err := h.Handle(t.Context(), job, newLease(42, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	s = <-got
+	for name, want := range map[string]string{HeaderSchedule: "nightly", HeaderScheduledAt: "2026-03-01T10:00:00.123Z",
+		HeaderDueAt: "2026-03-01T10:00:00.123Z"} {
+		if v := s.header.Get(name); v != want {
+			t.Errorf("a tick's header %s = %q, want %q", name, v, want)
+		}
+	}
 }
 
 // Each kind of answer means what HTTPHandler says.

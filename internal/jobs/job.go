@@ -24,6 +24,15 @@ type Job struct {
 	// Partition is the partition whose queue holds the job (0 without
 	// partitions).
 	Partition int
+	// DueAt is when a delayed job fell due (it joined its key's order
+	// then, as if enqueued then), or a schedule's tick's scheduled time;
+	// zero for a job enqueued to run at once.
+	DueAt time.Time
+	// Schedule names the schedule whose tick this job is (its tick's
+	// time is DueAt); "" for other jobs.
+	Schedule string
+
+	idem string // the idempotency key it was enqueued with, if any
 }
 
 // Lease is what processing needs of leadership.

@@ -482,7 +482,7 @@ func TestRequeueToTheHead(t *testing.T) {
 		t.Fatalf("claimed %+v", s.claimed)
 	}
 	const dead = "01JDEAD0000000000000000000" // a dead letter of key a, written as step.lua writes one
-	e.c.HSet(t.Context(), q.deadRecord(dead), "id", dead, "entry", encodeEntry(dead, 0, "", "a", []byte("again")), "member", "k:a")
+	e.c.HSet(t.Context(), q.deadRecord(dead), "id", dead, "entry", encodeEntry(dead, 0, entryMeta{}, "a", []byte("again")), "member", "k:a")
 	e.c.ZAdd(t.Context(), q.dead, redis.Z{Member: dead})
 	again, err := q.Requeue(t.Context(), dead)
 	if err != nil {

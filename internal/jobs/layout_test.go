@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,7 +36,7 @@ func scriptKeys(t *testing.T, file string) map[int]string {
 			continue
 		}
 		at, _, _ := strings.Cut(m[1], "..")
-		at = strings.NewReplacer("2r", "2", "r", "1").Replace(at)
+		at = strings.NewReplacer("3r", "3", "2r", "2", "r", "1").Replace(at)
 		n := 0
 		for term := range strings.SplitSeq(at, "+") {
 			v, err := strconv.Atoi(term)
@@ -63,7 +64,7 @@ func TestScriptsNameTheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = q.cfg.Client.(*redis.Client).Close() })
-	enqueueKeys, _ := appendArgs([]*Queue{q}, [][]int{{0}}, []string{"01J"}, []Item{{Key: "a", Payload: []byte("x")}}, "0")
+	enqueueKeys, _, _ := appendArgs([]*Queue{q}, [][]int{{0}}, []string{"01J"}, []Item{{Key: "a", Payload: []byte("x")}}, time.UnixMilli(0))
 	vals := map[string]string{"member": "k:a", "id": "01J"}
 	for _, sc := range []struct {
 		file string
@@ -75,6 +76,8 @@ func TestScriptsNameTheLayout(t *testing.T) {
 		{"retry.lua", q.retryKeys()},
 		{"skip.lua", q.skipKeys()},
 		{"stats.lua", q.statsKeys()},
+		{"schedule_add.lua", q.scheduleAddKeys()},
+		{"schedule_remove.lua", q.scheduleRemoveKeys()},
 	} {
 		header := scriptKeys(t, sc.file)
 		if len(header) != len(sc.keys) {

@@ -150,7 +150,8 @@ func (q *Queue) Skip(ctx context.Context, ref Ref, by, reason string) (string, e
 		return "", notParked("skip", ref, err)
 	}
 	id, err := q.runNoticed(ctx, skipScript, q.skipKeys(),
-		[]any{m, ref.JobID, q.nowMillis(), q.groups, q.deadPrefix, by, reason}, "release").Text()
+		[]any{m, ref.JobID, q.nowMillis(), q.groups, q.deadPrefix, by, reason, q.idemPrefix, q.cfg.IdempotencyTTL.Milliseconds()},
+		"release").Text()
 	if err != nil {
 		return "", notParked("skip", ref, err)
 	}

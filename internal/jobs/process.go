@@ -72,6 +72,11 @@ type loop struct {
 	readyNow int       // groups ready at the last step, not claimed
 	nextDue  time.Time // when the earliest later group is due, if any
 	retryAt  time.Time // Redis did not answer: no step before then
+	// timeAt is when the earliest delayed job or schedule tick falls due
+	// (zero: none), by the queue's clock: a step is due then, slot or
+	// not, to move it or tick it.
+	timeAt time.Time
+	ticks  []ticks // the schedules' ticks the next step enqueues
 
 	redisFails, hostFaults int
 	fatal                  error // why to stop, once the runs have
@@ -138,7 +143,12 @@ func (l *loop) stepDue() bool {
 			l.awaitSlot()
 		}
 	}
-	return len(l.pending) > 0 || l.recover || l.slots > 0 && l.mayClaim
+	return len(l.pending) > 0 || l.recover || l.slots > 0 && l.mayClaim || len(l.ticks) > 0 || l.timeDue()
+}
+
+// timeDue says whether a delayed job or a schedule's tick is due.
+func (l *loop) timeDue() bool {
+	return !l.timeAt.IsZero() && !l.w.q.cfg.Now().Before(l.timeAt)
 }
 
 // step sends one step: the finished runs, the claims to release, and a
@@ -146,7 +156,8 @@ func (l *loop) stepDue() bool {
 // another error is retried later with backoff.
 func (l *loop) step() error {
 	sent := l.pending
-	a := stepArgs{token: l.token, outcomes: make([]outcome, len(sent)), want: l.slots, runMax: l.w.cfg.Batch, recover: l.recover}
+	a := stepArgs{token: l.token, outcomes: make([]outcome, len(sent)), want: l.slots, runMax: l.w.cfg.Batch, recover: l.recover,
+		ticks: l.ticks}
 	for i, r := range sent {
 		a.outcomes[i] = r.outcome
 	}
@@ -167,8 +178,9 @@ func (l *loop) step() error {
 	l.pending = l.pending[len(sent):]
 	l.recorded(sent, s.applied)
 	l.paused = pausedNow(l.paused, s.paused, l.log)
-	l.readyNow, l.nextDue = s.readyNow, s.nextDue
+	l.readyNow, l.nextDue, l.timeAt = s.readyNow, s.nextDue, s.nextTime
 	l.mayClaim = s.readyNow > 0 && !s.paused
+	l.tick(s.due)
 	for _, c := range s.claimed {
 		l.start(c)
 	}
@@ -178,6 +190,20 @@ func (l *loop) step() error {
 		l.cancelWait()
 	}
 	return nil
+}
+
+// tick plans the ticks of the schedules a step found due, for the next
+// step to enqueue (at once: they are due).
+func (l *loop) tick(due []dueSchedule) {
+	l.ticks = l.ticks[:0]
+	now := l.w.q.cfg.Now()
+	for _, d := range due {
+		t, err := l.w.q.tick(d, now)
+		if err != nil {
+			l.log.Error("a schedule cannot be read: its ticks wait; remove it and add it again", "schedule", d.name, "err", err)
+		}
+		l.ticks = append(l.ticks, t)
+	}
 }
 
 // unreachable notes a step that did not reach the queue: the next one
@@ -269,7 +295,7 @@ func (l *loop) collect() {
 // or the end of ctx.
 func (l *loop) wait() {
 	at := time.Now().Add(backoff.Jitter(l.w.cfg.PollInterval*3/4, 1.0/3)) // the poll, in [P/2, P]
-	for _, t := range []time.Time{l.retryAt, l.nextDue} {
+	for _, t := range []time.Time{l.retryAt, l.nextDue, l.timeAt} {
 		if !t.IsZero() && t.Before(at) {
 			at = t
 		}

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -53,7 +54,16 @@ type Config struct {
 	// the locks (redislock.Config.ReplicaCounts). Default: the queue's
 	// own.
 	ReplicaCounts *replicas.Counts
+	// IdempotencyTTL is how long an idempotency key is kept after its
+	// job finished (committed, dead-lettered, skipped), so a retried
+	// enqueue within it still answers that job's ID
+	// (JOB_IDEMPOTENCY_TTL). Default DefaultIdempotencyTTL; negative is an
+	// error.
+	IdempotencyTTL time.Duration
 }
+
+// DefaultIdempotencyTTL is Config.IdempotencyTTL's default.
+const DefaultIdempotencyTTL = 24 * time.Hour
 
 // Queue is one partition's job queue as producers and operators see it:
 // Enqueue, Stats, DeadLetters, Requeue, Parked, Retry and Skip, safe from
@@ -65,10 +75,11 @@ type Queue struct {
 	// The keys (package keyspace's layout), named once here: a step
 	// sends most of them.
 	fence, epoch,
-	ready, inflight, parked, attempts, stale, counters, last, dead, paused string
-	groups, deadPrefix string // prefixes of the group lists and dead-letter records
-	enqueued           string // pub/sub channel
-	serial             bool   // keyless jobs share one group (Config.Partitions 1)
+	ready, inflight, parked, attempts, stale, counters, last, dead, paused,
+	delayed, schedules, schedNext, schedLast string
+	groups, deadPrefix, idemPrefix string // prefixes of the group lists, dead-letter records, idempotency keys
+	enqueued                       string // pub/sub channel
+	serial                         bool   // keyless jobs share one group (Config.Partitions 1)
 	// noticeAfter: notices are sent after the write they announce, not
 	// beside it (see notice).
 	noticeAfter bool
@@ -88,9 +99,13 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Partitions < 0 || cfg.Partitions > 0 && (cfg.Partition < 0 || cfg.Partition >= cfg.Partitions) {
 		bad("Partition must be in [0, Partitions), got %d of %d", cfg.Partition, cfg.Partitions)
 	}
+	if cfg.IdempotencyTTL < 0 {
+		bad("IdempotencyTTL must not be negative, got %s", cfg.IdempotencyTTL)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cfg.IdempotencyTTL = cmp.Or(cfg.IdempotencyTTL, DefaultIdempotencyTTL)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -111,8 +126,13 @@ func New(cfg Config) (*Queue, error) {
 		last:       k.Last(),
 		dead:       k.Dead(),
 		paused:     k.Paused(),
+		delayed:    k.Delayed(),
+		schedules:  k.Schedules(),
+		schedNext:  k.ScheduleNext(),
+		schedLast:  k.ScheduleLast(),
 		groups:     k.GroupPrefix(),
 		deadPrefix: k.DeadLetterPrefix(),
+		idemPrefix: k.IdempotencyPrefix(),
 		enqueued:   k.EnqueuedChannel(),
 		serial:     cfg.Partitions <= 1,
 		// A Cluster's classic PUBLISH may go to another node than the

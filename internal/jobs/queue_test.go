@@ -787,7 +787,7 @@ func fillQueue(b *testing.B, e *env, q *Queue, n int) {
 	for done := 0; done < n; {
 		pipe := e.c.Pipeline()
 		for range min(n-done, 10000) {
-			pipe.RPush(ctx, list, encodeEntry(fmt.Sprintf("%026d", done), 0, "", "", nil))
+			pipe.RPush(ctx, list, encodeEntry(fmt.Sprintf("%026d", done), 0, entryMeta{}, "", nil))
 			done++
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

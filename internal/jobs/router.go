@@ -54,13 +54,25 @@ func (r *Router) Partition(key, id string) int {
 	return partition.Of(key, len(r.queues))
 }
 
+// partitionOf is the partition of item it with ID id: its key's, or
+// without one its idempotency key's (so an idempotent enqueue sent twice
+// meets itself in one partition), or its ID's.
+func (r *Router) partitionOf(it Item, id string) int {
+	return r.Partition(cmp.Or(it.Key, it.IdempotencyKey), id)
+}
+
 // Enqueue adds one job to its partition's queue (Queue.Enqueue) and
 // returns its ID and partition.
 func (r *Router) Enqueue(ctx context.Context, key string, payload []byte) (string, int, error) {
+	rc, err := r.EnqueueItem(ctx, Item{Key: key, Payload: payload})
+	return rc.ID, rc.Partition, err
+}
+
+// EnqueueItem adds one job, maybe delayed or with an idempotency key, to
+// its partition's queue (Queue.EnqueueItem).
+func (r *Router) EnqueueItem(ctx context.Context, it Item) (Receipt, error) {
 	id := ulid.Make().String()
-	p := r.Partition(key, id)
-	id, err := r.queues[p].enqueue(ctx, id, Item{Key: key, Payload: payload})
-	return id, p, err
+	return r.queues[r.partitionOf(it, id)].enqueue(ctx, id, it)
 }
 
 // PartialError is EnqueueMany's answer when a batch spanning partitions
@@ -94,50 +106,62 @@ func (e *PartialError) Unwrap() error { return e.Err }
 // others succeed, the error is a *PartialError that says which items were
 // enqueued.
 func (r *Router) EnqueueMany(ctx context.Context, items []Item) ([]string, error) {
+	rs, err := r.EnqueueItems(ctx, items)
+	return idsOf(rs), err
+}
+
+// EnqueueItems is EnqueueMany with a Receipt per item.
+func (r *Router) EnqueueItems(ctx context.Context, items []Item) ([]Receipt, error) {
 	if err := CheckBatch(items); err != nil {
 		return nil, err
 	}
 	ids := newIDs(len(items))
 	parts := make([][]int, len(r.queues))
+	of := make([]int, len(items))
 	touched := 0
 	for i, it := range items {
-		p := r.Partition(it.Key, ids[i])
+		p := r.partitionOf(it, ids[i])
 		if len(parts[p]) == 0 {
 			touched++
 		}
 		parts[p] = append(parts[p], i)
+		of[i] = p
 	}
+	part := func(i int) int { return of[i] }
 	if r.oneTx || touched == 1 {
-		if err := appendJobs(ctx, r.client, r.queues, parts, ids, items); err != nil {
+		held, err := appendJobs(ctx, r.client, r.queues, parts, ids, items)
+		if err != nil {
 			return nil, enqueueError(len(items), err)
 		}
-		return ids, nil
+		return receipts(ids, held, part), nil
 	}
-	return r.eachPartition(ctx, parts, ids, items)
+	return r.eachPartition(ctx, parts, ids, items, part)
 }
 
 // eachPartition writes each partition's part of a batch on its own (Redis
 // Cluster: a script stays in one slot), every one tried.
-func (r *Router) eachPartition(ctx context.Context, parts [][]int, ids []string, items []Item) ([]string, error) {
+func (r *Router) eachPartition(ctx context.Context, parts [][]int, ids []string, items []Item, part func(int) int) ([]Receipt, error) {
+	held := make([]string, len(items))
 	done := make([]string, len(items))
 	var first error
-	for p, part := range parts {
-		if len(part) == 0 {
+	for p, in := range parts {
+		if len(in) == 0 {
 			continue
 		}
 		only := make([][]int, len(r.queues))
-		only[p] = part
-		if err := appendJobs(ctx, r.client, r.queues, only, ids, items); err != nil {
-			first = cmp.Or(first, enqueueError(len(part), err))
+		only[p] = in
+		h, err := appendJobs(ctx, r.client, r.queues, only, ids, items)
+		if err != nil {
+			first = cmp.Or(first, enqueueError(len(in), err))
 			continue
 		}
-		for _, i := range part {
-			done[i] = ids[i]
+		for _, i := range in {
+			held[i], done[i] = h[i], cmp.Or(h[i], ids[i])
 		}
 	}
 	switch {
 	case first == nil:
-		return ids, nil
+		return receipts(ids, held, part), nil
 	case !anyID(done):
 		return nil, first
 	}

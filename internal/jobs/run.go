@@ -26,6 +26,13 @@ type runResult struct {
 	stop error
 }
 
+// finishedIdem notes job, popped, for its idempotency key to expire.
+func (r *runResult) finishedIdem(job Job) {
+	if job.idem != "" {
+		r.idem = append(r.idem, idemRef{key: job.idem, id: job.ID})
+	}
+}
+
 // execute runs one claimed run: its jobs one at a time, in order. It ends
 // after the last, at a job that did not finish (failed, interrupted,
 // refused), once BatchWindow has passed (the rest is given back, so slow
@@ -101,6 +108,7 @@ func (w *Worker) after(ctx context.Context, lease Lease, job Job, herr error, st
 		r.popped++
 		r.committed++
 		r.last, r.lastAttempts = job.ID, job.Attempt
+		r.finishedIdem(job)
 		return true
 	case job.Attempt >= w.cfg.MaxAttempts || errors.Is(herr, ErrPermanent):
 		return w.failed(job, job.Attempt, herr.Error(), r, log)
@@ -140,6 +148,7 @@ func (w *Worker) failed(job Job, attempts int, cause string, r *runResult, log *
 		log.Error("job dead-lettered", "jobId", job.ID, "key", r.key, "attempts", attempts, "err", cause)
 		r.dead = append(r.dead, deadJob{index: r.popped, attempts: attempts, cause: cause})
 		r.popped++
+		r.finishedIdem(job)
 		return true
 	}
 	log.Warn("key parked: it holds its jobs until lockworker retry or skip", "key", r.key, "partition", job.Partition,

@@ -36,6 +36,14 @@ var (
 	//go:embed stats.lua
 	statsLua    string
 	statsScript = redis.NewScript(statsLua)
+
+	//go:embed schedule_add.lua
+	scheduleAddLua    string
+	scheduleAddScript = redis.NewScript(scheduleAddLua)
+
+	//go:embed schedule_remove.lua
+	scheduleRemoveLua    string
+	scheduleRemoveScript = redis.NewScript(scheduleRemoveLua)
 )
 
 // str reads one element of a script reply as text.

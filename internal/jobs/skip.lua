@@ -16,6 +16,8 @@
 -- ARGV[5] the prefix of the dead-letter records (J:dead:)
 -- ARGV[6] who skipped it
 -- ARGV[7] why
+-- ARGV[8] the prefix of the idempotency keys (J:idem:)
+-- ARGV[9] how long an idempotency key lives once its job finished (ms)
 --
 -- Returns the skipped job's ID, or false when the group is not parked (or
 -- is parked on another job than ARGV[2]).
@@ -41,6 +43,10 @@ if not entry then
   return redis.error_reply('jobs: parked job ' .. id .. ' is not among the first 100 of its group')
 end
 redis.call('LREM', list, 1, entry)
+local idem = string.match(string.match(entry, '^[^\n]*'), ' idem=(%S+)')
+if idem and redis.call('GET', ARGV[8] .. idem) == id then
+  redis.call('PEXPIRE', ARGV[8] .. idem, ARGV[9])
+end
 local dead = ARGV[5] .. id
 redis.call('DEL', dead)
 redis.call('HSET', dead, 'id', id, 'entry', entry, 'member', ARGV[1], 'error', p.error or '',
@@ -54,6 +60,8 @@ redis.call('HDEL', KEYS[3], id)
 redis.call('HDEL', KEYS[4], id)
 local head = redis.call('LINDEX', list, 0)
 if head then
-  redis.call('ZADD', KEYS[2], string.match(head, '^%S+ %S+ (%d+)'), ARGV[1])
+  -- Its place: its due time, or its enqueue time (step.lua's placeOf).
+  local h = string.match(head, '^[^\n]*')
+  redis.call('ZADD', KEYS[2], string.match(h, ' due=(%d+)') or string.match(h, '^%S+ %S+ (%d+)'), ARGV[1])
 end
 return id

@@ -21,7 +21,7 @@ func (q *Queue) Stats(ctx context.Context) (figures.Queue, error) {
 
 // statsKeys is stats.lua's KEYS, in its header's order.
 func (q *Queue) statsKeys() []string {
-	return []string{q.counters, q.dead, q.epoch, q.paused, q.ready, q.inflight, q.parked}
+	return []string{q.counters, q.dead, q.epoch, q.paused, q.ready, q.inflight, q.parked, q.delayed}
 }
 
 // statsOf reads the figures of every queue in one round trip (a pipeline
@@ -60,7 +60,7 @@ func statsOf(ctx context.Context, c redis.Cmdable, queues []*Queue) ([]figures.Q
 
 // parseStats decodes stats.lua's reply.
 func parseStats(reply []any) (figures.Queue, error) {
-	var v [11]int64
+	var v [12]int64
 	if len(reply) != len(v) {
 		return figures.Queue{}, fmt.Errorf("jobs: stats: malformed reply of %d items", len(reply))
 	}
@@ -80,6 +80,6 @@ func parseStats(reply []any) (figures.Queue, error) {
 	}
 	return figures.Queue{
 		Pending: v[0], Committed: v[1], Retries: v[2], DeadLettered: v[3], Epoch: v[4], Paused: v[5] == 1,
-		InFlight: v[6], Parked: v[7], OldestPendingMs: ago(v[8]), OldestParkedMs: ago(v[9]),
+		InFlight: v[6], Parked: v[7], OldestPendingMs: ago(v[8]), OldestParkedMs: ago(v[9]), Delayed: v[11],
 	}, nil
 }

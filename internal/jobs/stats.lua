@@ -8,13 +8,14 @@
 -- KEYS[5] J:ready
 -- KEYS[6] J:inflight
 -- KEYS[7] J:parked
+-- KEYS[8] J:delayed
 --
 -- Returns {pending, committed, retries, dead letters, epoch, paused,
--- in flight, parked, oldest, oldest parked, now}: the counters (0 when
+-- in flight, parked, oldest, oldest parked, now, delayed}: the counters (0 when
 -- absent), ZCARD J:dead, the epoch (0 when absent), 1 when paused, the
 -- groups in flight and parked, the enqueue time (unix ms) of the oldest
 -- head among the groups ready now or in flight and the time the oldest
--- group was parked (0 for none), and the server's clock.
+-- group was parked (0 for none), the server's clock, and ZCARD J:delayed.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local c = redis.call('HMGET', KEYS[1], 'pending', 'committed', 'retries')
@@ -34,4 +35,4 @@ for _, v in ipairs(redis.call('HVALS', KEYS[7])) do
 end
 return {tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0, redis.call('ZCARD', KEYS[2]),
   tonumber(redis.call('GET', KEYS[3]) or '0') or 0, redis.call('EXISTS', KEYS[4]),
-  redis.call('HLEN', KEYS[6]), redis.call('HLEN', KEYS[7]), oldest, oldestParked, now}
+  redis.call('HLEN', KEYS[6]), redis.call('HLEN', KEYS[7]), oldest, oldestParked, now, redis.call('ZCARD', KEYS[8])}

@@ -71,6 +71,37 @@ type outcome struct {
 	due          time.Time // endDone (zero: at once), endRetry
 	cause        string    // endPark: why; endStale: why, should it park
 	uncount      bool      // popped 0: the head's counted delivery is taken back
+	// idem are the idempotency keys of the popped jobs that carry one,
+	// with their jobs' IDs: they expire Config.IdempotencyTTL from now.
+	idem []idemRef
+}
+
+// idemRef is an idempotency key and the ID of the job it was given to.
+type idemRef struct{ key, id string }
+
+// ticks is what a step enqueues for one schedule: its ticks, in order,
+// and its next tick, applied only while its next tick is still seen.
+type ticks struct {
+	name string
+	seen time.Time // the next tick the step that named it read
+	next time.Time // zero: it never ticks again
+	jobs []tickJob
+}
+
+// tickJob is one tick's job: the tick's time, its group, its entry.
+type tickJob struct {
+	at     time.Time
+	member string
+	entry  string
+}
+
+// dueSchedule is a schedule a step found due: its spec as stored, its
+// next tick and its last (zero before the first).
+type dueSchedule struct {
+	name string
+	spec string
+	next time.Time
+	last time.Time
 }
 
 // claim is a run a step handed out: a group's first jobs, in order, the
@@ -93,7 +124,15 @@ type stepReply struct {
 	// nextDue is the earliest later time a group may run (a retry's);
 	// zero for none.
 	nextDue time.Time
+	// nextTime is the earliest due time left among the delayed jobs and
+	// the schedules' next ticks (maybe not after now: more to do); zero
+	// for none.
+	nextTime time.Time
+	// ticked says, schedule by schedule, whether its ticks were applied.
+	ticked  []bool
 	claimed []claim
+	// due are the schedules due now, for the next step to tick.
+	due []dueSchedule
 }
 
 // stepArgs is what a step sends.
@@ -104,7 +143,12 @@ type stepArgs struct {
 	runMax   int  // jobs per claimed group at most
 	recover  bool // release the claims that are not held (below) by this leadership
 	held     []string
+	ticks    []ticks
 }
+
+// timeMax is how many due delayed jobs a step moves, and due schedules it
+// names, at most; the rest wait for the next step, which comes at once.
+const timeMax = 256
 
 // step records a.outcomes, releases lost claims when a.recover, and
 // claims up to a.want groups, in one fenced script: one round trip. A
@@ -119,8 +163,9 @@ func (q *Queue) step(ctx context.Context, a stepArgs) (stepReply, error) {
 	if err != nil {
 		return stepReply{}, err
 	}
-	if len(s.applied) != len(a.outcomes) {
-		return stepReply{}, fmt.Errorf("jobs: step: %d outcomes sent, %d answered", len(a.outcomes), len(s.applied))
+	if len(s.applied) != len(a.outcomes) || len(s.ticked) != len(a.ticks) {
+		return stepReply{}, fmt.Errorf("jobs: step: %d outcomes and %d schedules sent, %d and %d answered",
+			len(a.outcomes), len(a.ticks), len(s.applied), len(s.ticked))
 	}
 	for _, c := range s.claimed {
 		for i := range c.jobs {
@@ -132,13 +177,15 @@ func (q *Queue) step(ctx context.Context, a stepArgs) (stepReply, error) {
 
 // stepKeys is step.lua's KEYS, in its header's order.
 func (q *Queue) stepKeys() []string {
-	return []string{q.fence, q.ready, q.inflight, q.parked, q.attempts, q.stale, q.counters, q.last, q.dead, q.paused}
+	return []string{q.fence, q.ready, q.inflight, q.parked, q.attempts, q.stale, q.counters, q.last, q.dead, q.paused,
+		q.delayed, q.schedules, q.schedNext, q.schedLast}
 }
 
 // stepValues is step.lua's ARGV for a.
 func (q *Queue) stepValues(a stepArgs) []any {
-	args := make([]any, 0, 10+len(a.held)+11*len(a.outcomes))
-	args = append(args, a.token, q.nowMillis(), q.groups, q.deadPrefix, a.want, a.runMax, btoi(a.recover), len(a.held))
+	args := make([]any, 0, 14+len(a.held)+12*len(a.outcomes)+4*len(a.ticks))
+	args = append(args, a.token, q.nowMillis(), q.groups, q.deadPrefix, q.idemPrefix, q.cfg.IdempotencyTTL.Milliseconds(),
+		a.want, a.runMax, timeMax, btoi(a.recover), len(a.held))
 	for _, m := range a.held {
 		args = append(args, m)
 	}
@@ -146,9 +193,23 @@ func (q *Queue) stepValues(a stepArgs) []any {
 	for _, o := range a.outcomes {
 		x, y, z := o.endValues()
 		args = append(args, o.member, o.first, o.popped, string(o.end), x, y, z, btoi(o.uncount),
-			o.last, o.lastAttempts, len(o.dead))
+			o.last, o.lastAttempts, len(o.dead), len(o.idem))
 		for _, d := range o.dead {
 			args = append(args, d.index, d.attempts, d.cause)
+		}
+		for _, r := range o.idem {
+			args = append(args, r.key, r.id)
+		}
+	}
+	args = append(args, len(a.ticks))
+	for _, t := range a.ticks {
+		var next int64
+		if !t.next.IsZero() {
+			next = t.next.UnixMilli()
+		}
+		args = append(args, t.name, t.seen.UnixMilli(), next, len(t.jobs))
+		for _, j := range t.jobs {
+			args = append(args, j.at.UnixMilli(), j.member, j.entry)
 		}
 	}
 	return args
@@ -180,7 +241,8 @@ func btoi(b bool) int {
 }
 
 // parseStep decodes step.lua's reply: {0, fence} when the token is
-// stale; else {1, applied, paused, readyNow, nextDue, k, runs...}.
+// stale; else {1, applied, paused, readyNow, nextDue, nextTime, ticked,
+// k, runs..., s, schedules...}.
 func parseStep(token int64, reply []any) (stepReply, error) {
 	if len(reply) < 2 {
 		return stepReply{}, fmt.Errorf("jobs: step: malformed reply of %d items", len(reply))
@@ -188,34 +250,78 @@ func parseStep(token int64, reply []any) (stepReply, error) {
 	switch code, _ := reply[0].(int64); {
 	case code == 0:
 		return stepReply{}, fmt.Errorf("jobs: step: %w", staleError(token, reply[1:]))
-	case code != 1 || len(reply) < 6:
+	case code != 1 || len(reply) < 9:
 		return stepReply{}, fmt.Errorf("jobs: step: malformed reply %.80v", reply)
 	}
 	var s stepReply
-	for _, c := range str(reply[1]) {
-		s.applied = append(s.applied, c == '1')
+	s.applied, s.ticked = flags(str(reply[1])), flags(str(reply[6]))
+	var n [5]int64 // paused, readyNow, nextDue, nextTime, k
+	for i, at := range []int{2, 3, 4, 5, 7} {
+		v, ok := reply[at].(int64)
+		if !ok {
+			return stepReply{}, fmt.Errorf("jobs: step: malformed reply %.80v", reply)
+		}
+		n[i] = v
 	}
-	paused, ok1 := reply[2].(int64)
-	ready, ok2 := reply[3].(int64)
-	due, ok3 := reply[4].(int64)
-	k, ok4 := reply[5].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return stepReply{}, fmt.Errorf("jobs: step: malformed reply %.80v", reply)
-	}
-	s.paused, s.readyNow = paused == 1, int(ready)
-	if due >= 0 {
-		s.nextDue = time.UnixMilli(due)
-	}
-	rest := reply[6:]
-	for range k {
-		c, n, err := parseClaim(rest)
+	s.paused, s.readyNow, s.nextDue, s.nextTime = n[0] == 1, int(n[1]), msTime(n[2]), msTime(n[3])
+	rest := reply[8:]
+	for range n[4] {
+		c, used, err := parseClaim(rest)
 		if err != nil {
 			return stepReply{}, err
 		}
 		s.claimed = append(s.claimed, c)
-		rest = rest[n:]
+		rest = rest[used:]
 	}
-	return s, nil
+	var err error
+	s.due, err = parseDue(rest)
+	return s, err
+}
+
+// flags reads a string of '1' and '0' as booleans.
+func flags(s string) []bool {
+	out := make([]bool, 0, len(s))
+	for _, c := range s {
+		out = append(out, c == '1')
+	}
+	return out
+}
+
+// msTime is the time of unix ms v; zero for a negative v (none).
+func msTime(v int64) time.Time {
+	if v < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+// parseDue decodes the due schedules that end a step's reply: {s,
+// s × {name, spec, next, last}}.
+func parseDue(r []any) ([]dueSchedule, error) {
+	if len(r) < 1 {
+		return nil, errors.New("jobs: step: the reply's due schedules are missing")
+	}
+	k, ok := r[0].(int64)
+	if !ok || len(r) != 1+4*int(k) {
+		return nil, fmt.Errorf("jobs: step: malformed due schedules %.80v", r)
+	}
+	var out []dueSchedule
+	for i := 1; i < len(r); i += 4 {
+		next, err := strconv.ParseInt(str(r[i+2]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: step: schedule %s: next tick %q", str(r[i]), str(r[i+2]))
+		}
+		d := dueSchedule{name: str(r[i]), spec: str(r[i+1]), next: time.UnixMilli(next)}
+		if last := str(r[i+3]); last != "" {
+			ms, err := strconv.ParseInt(last, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("jobs: step: schedule %s: last tick %q", d.name, last)
+			}
+			d.last = time.UnixMilli(ms)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // parseClaim decodes one claimed run, {member, attempt, count, count

@@ -9,8 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Unfinished lists every job of the queue that is not committed or
-// dead-lettered yet, group by group, each group's jobs in their order (the
+// Unfinished lists every job of the queue that is in its group's order
+// and not committed or dead-lettered yet (not the delayed jobs still
+// waiting: Delayed), group by group, each group's jobs in their order (the
 // order they run in); the groups by their first job's ID (enqueue
 // order). It reads each group on its own: for inspection and tests, not
 // for a hot path.

@@ -62,15 +62,28 @@
 //	                     lock node fences on L:epoch instead)
 //	L:released           pub/sub channel; a release publishes the worker ID on it
 //	L:stepdown           the token an operator asked to step down, PX
-//	J:g:<member>         list: one group's unfinished jobs, in enqueue order, each
-//	                     an entry "1 <id> <enqueued ms>[ <field>...]\n<key>\n<payload>";
-//	                     the head is the next job, or the first of the run in
-//	                     flight. A group is a key's jobs ("k:<key>"), the keyless
-//	                     jobs of a queue with one partition ("s"), or one keyless
-//	                     job of a partitioned queue ("j:<id>")
+//	J:g:<member>         list: one group's unfinished jobs, in order, each an entry
+//	                     "1 <id> <enqueued ms>[ <field>...]\n<key>\n<payload>" (fields:
+//	                     due=<ms> of a delayed job or a schedule's tick, schedule=<name>,
+//	                     idem=<idempotency key>, from=<dead letter requeued>); a job's
+//	                     place is its due time, or its enqueue time without one. The
+//	                     head is the next job, or the first of the run in flight. A
+//	                     group is a key's jobs ("k:<key>"), the keyless jobs of a
+//	                     queue with one partition ("s"), or one keyless job of a
+//	                     partitioned queue ("j:<id>")
 //	J:ready              sorted set: member -> the time (unix ms) from which the
-//	                     group may run: its head's enqueue time, or a retry's due
-//	                     time while it backs off
+//	                     group may run: its head's place, or a retry's due time
+//	                     while it backs off
+//	J:delayed            sorted set: "<member>\n<entry>" -> due time (unix ms): the
+//	                     delayed jobs not yet due, moved into their groups by a step
+//	J:idem:<key>         the ID of the job enqueued with idempotency key <key>; PX
+//	                     JOB_IDEMPOTENCY_TTL once that job finished (committed,
+//	                     dead-lettered, skipped), no expiry before
+//	J:schedules          hash: schedule name -> its spec (JSON: every or cron and tz,
+//	                     key, payload, catchUp, createdAt); a schedule lives in the
+//	                     partition of its key, or of its name without one
+//	J:schedule:next      sorted set: schedule name -> its next tick (unix ms)
+//	J:schedule:last      hash: schedule name -> its last tick enqueued (unix ms)
 //	J:inflight           hash: member -> "<token> <first job ID> <count> <head's
 //	                     enqueued ms>": the group's first count jobs, claimed by
 //	                     the leader with that token
@@ -94,6 +107,7 @@
 //	                     resumed ("resume"), a parked group released ("release")
 //
 // A group's list is non-empty exactly when its member is in one, and only
-// one, of J:ready, J:inflight and J:parked. Package jobs says what it
+// one, of J:ready, J:inflight and J:parked. A schedule is in J:schedules
+// exactly when it is in J:schedule:next. Package jobs says what it
 // does with them; package redislock what it does with the lock's.
 package keyspace

@@ -43,6 +43,12 @@ func TestNamesStay(t *testing.T) {
 		{l.DeadLetter("01J"), "{lockworker:leader}:jobs:dead:01J"},
 		{l.DeadLetterPrefix(), "{lockworker:leader}:jobs:dead:"},
 		{l.Paused(), "{lockworker:leader}:jobs:paused"},
+		{l.Delayed(), "{lockworker:leader}:jobs:delayed"},
+		{l.Idempotency("k-1"), "{lockworker:leader}:jobs:idem:k-1"},
+		{l.IdempotencyPrefix(), "{lockworker:leader}:jobs:idem:"},
+		{l.Schedules(), "{lockworker:leader}:jobs:schedules"},
+		{l.ScheduleNext(), "{lockworker:leader}:jobs:schedule:next"},
+		{l.ScheduleLast(), "{lockworker:leader}:jobs:schedule:last"},
 		{l.EnqueuedChannel(), "{lockworker:leader}:jobs:enqueued"},
 	} {
 		if tt.got != tt.want {
@@ -61,7 +67,8 @@ func TestOneSlot(t *testing.T) {
 		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(),
 			l.HistoryEnded(), l.StepDown(), b.ControlChannel(), b.Partitions(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
 			l.ReleasedChannel(), l.Group("k:x"), l.Ready(), l.InFlight(), l.Parked(), l.Attempts(), l.Stale(),
-			l.Counters(), l.Last(), l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
+			l.Counters(), l.Last(), l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel(),
+			l.Delayed(), l.Idempotency("k"), l.Schedules(), l.ScheduleNext(), l.ScheduleLast()} {
 			if tag == "" || HashTag(name) != tag || !strings.HasPrefix(name, b.Key()) {
 				t.Errorf("LOCK_KEY %q: %q has tag %q, want %q under %q", k, name, HashTag(name), tag, b.Key())
 			}
@@ -135,7 +142,8 @@ func TestPartitions(t *testing.T) {
 			}
 			tags[tag] = true
 			for _, name := range []string{l.Epoch(), l.Fence(), l.ReleasedChannel(), l.Ready(), l.Group("k:x"), l.StepDown(),
-				l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel()} {
+				l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel(), l.Delayed(), l.Idempotency("k"), l.Schedules(),
+				l.ScheduleNext(), l.ScheduleLast()} {
 				if HashTag(name) != tag {
 					t.Errorf("%q partition %d: %q has tag %q, want %q", k, n, name, HashTag(name), tag)
 				}
@@ -189,12 +197,17 @@ func TestLayoutIsTheCode(t *testing.T) {
 		"J:dead:<id>":        l.DeadLetter("01J"),
 		"J:paused":           l.Paused(),
 		"J:enqueued":         l.EnqueuedChannel(),
+		"J:delayed":          l.Delayed(),
+		"J:idem:<key>":       l.Idempotency("k-1"),
+		"J:schedules":        l.Schedules(),
+		"J:schedule:next":    l.ScheduleNext(),
+		"J:schedule:last":    l.ScheduleLast(),
 	}
 	names, err := layout.Read("doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals := map[string]string{"worker": "w-1", "member": "k:a", "id": "01J"}
+	vals := map[string]string{"worker": "w-1", "member": "k:a", "id": "01J", "key": "k-1"}
 	for _, name := range names {
 		want, ok := code[name]
 		if !ok {

@@ -57,6 +57,30 @@ func (l Lease) InFlight() string { return l.jobs("inflight") }
 // member -> why (JSON).
 func (l Lease) Parked() string { return l.jobs("parked") }
 
+// Delayed is the sorted set of the delayed jobs not yet due: "<member>\n<entry>"
+// -> due time (unix ms).
+func (l Lease) Delayed() string { return l.jobs("delayed") }
+
+// Idempotency is the key that holds the ID of the job enqueued with
+// idempotency key k.
+func (l Lease) Idempotency(k string) string { return l.IdempotencyPrefix() + k }
+
+// IdempotencyPrefix is what every Idempotency name starts with, for the
+// scripts that build them from the keys they are given.
+func (l Lease) IdempotencyPrefix() string { return l.jobs("idem:") }
+
+// Schedules is the hash of the schedules this lease's holder runs: name
+// -> spec (JSON).
+func (l Lease) Schedules() string { return l.jobs("schedules") }
+
+// ScheduleNext is the sorted set of the schedules' next ticks: name ->
+// unix ms.
+func (l Lease) ScheduleNext() string { return l.jobs("schedule:next") }
+
+// ScheduleLast is the hash of the schedules' last ticks enqueued: name ->
+// unix ms.
+func (l Lease) ScheduleLast() string { return l.jobs("schedule:last") }
+
 // Attempts is the hash of deliveries per job ID, for jobs delivered again
 // (or failed).
 func (l Lease) Attempts() string { return l.jobs("attempts") }

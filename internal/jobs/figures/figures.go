@@ -35,4 +35,7 @@ type Queue struct {
 	// Retries counts the failed attempts retried since the queue was
 	// created.
 	Retries int64 `json:"retries"`
+	// Delayed counts the delayed jobs not yet due: they count in Pending
+	// only once they joined their keys' order.
+	Delayed int64 `json:"delayed"`
 }

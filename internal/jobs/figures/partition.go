@@ -29,6 +29,7 @@ func Sum(parts []Queue) Queue {
 		sum.Parked += s.Parked
 		sum.OldestParkedMs = max(sum.OldestParkedMs, s.OldestParkedMs)
 		sum.Retries += s.Retries
+		sum.Delayed += s.Delayed
 	}
 	return sum
 }
