@@ -23,7 +23,7 @@ func (l lease) Valid() bool         { return true }
 // TestParkedRetrySkip: a key parked by a job that failed for good is
 // listed by parked (text and JSON); skip moves its job to the dead
 // letters with who and why, which deadletters shows with the key and
-// partition; requeue --tail puts it back; retry of a key not parked is
+// partition, and history as a SKIPPED row (text and JSON); requeue --tail puts it back; retry of a key not parked is
 // an error.
 func TestParkedRetrySkip(t *testing.T) {
 	r := redistest.Start(t, redistest.Options{})
@@ -105,6 +105,22 @@ func TestParkedRetrySkip(t *testing.T) {
 	if err := runCLI(t, []string{"deadletters"}, env, &out); err != nil || !strings.Contains(out.String(), "KEY") ||
 		!strings.Contains(out.String(), "skipped by") {
 		t.Fatalf("deadletters: %v\n%s", err, out.String())
+	}
+	var skipped *historyReport
+	for _, h := range historyOf(t, env) {
+		if h.Event == "skipped" {
+			skipped = &h
+		}
+	}
+	if skipped == nil || skipped.JobID != p.JobID || skipped.Key == nil || *skipped.Key != "acct-1" || skipped.Partition != 0 ||
+		!strings.HasPrefix(skipped.By, "lockworker skip (") || skipped.Reason != "bad data upstream" || skipped.At == nil ||
+		time.Since(*skipped.At) > time.Minute {
+		t.Fatalf("history --json holds no skip with who, when, why: %+v", skipped)
+	}
+	out.Reset()
+	if err := runCLI(t, []string{"history"}, env, &out); err != nil || !strings.Contains(out.String(), "SKIPPED") ||
+		!strings.Contains(out.String(), "bad data upstream") || !strings.Contains(out.String(), "key acct-1 (partition 0), job "+p.JobID) {
+		t.Fatalf("history: %v\n%s", err, out.String())
 	}
 	if s, err := q.Stats(t.Context()); err != nil || s.Parked != 0 || s.Pending != 1 {
 		t.Fatalf("after skip: %+v, %v; want the held job released, nothing parked", s, err)

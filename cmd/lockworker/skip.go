@@ -15,8 +15,8 @@ Moves the failing job of a parked key (lockworker parked lists them) to
 the dead letters and releases the jobs the key held, in order. The key's
 order breaks at that job: the dead letter records who skipped it, when
 and why (lockworker deadletters shows it; lockworker requeue ID puts it
-back at the head of its key). Exit 1 when no partition has that key
-parked.
+back at the head of its key), and so does lockworker history, as a
+SKIPPED row. Exit 1 when no partition has that key parked.
   --key K        the parked key
   --job ID       the key's failing job (the way to name keyless jobs);
                  with --key too, both must match
@@ -41,11 +41,16 @@ func runSkip(ctx context.Context, getenv func(string) string, args []string, std
 	}
 	defer done()
 	id, err := p.Operator.Skip(ctx, *ref, operatorName(getenv), *reason)
-	if err != nil {
+	if id == "" {
 		return refused("skip", *ref, err)
 	}
-	_, err = fmt.Fprintf(stdout, "%s: job %s skipped to the dead letters; the key's held jobs run now, in order\n", describe(*ref), id)
-	return err
+	if _, werr := fmt.Fprintf(stdout, "%s: job %s skipped to the dead letters; the key's held jobs run now, in order\n", describe(*ref), id); werr != nil {
+		return werr
+	}
+	if err != nil { // done, but the history does not say so
+		return failed("skip", "record the skip in the history (the dead letter says who and why)", err)
+	}
+	return nil
 }
 
 // operatorName is who runs a command, as a skip records it: the user and

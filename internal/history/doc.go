@@ -13,6 +13,11 @@
 // lease ran out: lease_expired. Both times come from the Redis server's
 // clock (TIME), so the handover between them is measured on one clock.
 //
+// Beside the leaderships, a second capped stream keeps the operators'
+// skips of parked keys (Skipped, Skips): who skipped which key's job,
+// when and why. The dead letter the skip made carries the same (jobs),
+// but a requeue removes it; this record stays.
+//
 // Guaranteed: one entry per token (a re-sent Started adds none); the
 // stream keeps about MaxLen entries (XADD MAXLEN ~). Started and Ended are
 // single scripts.
@@ -20,6 +25,8 @@
 // Not guaranteed: completeness. The history is for people: a leader whose
 // Started failed (Redis unreachable at that moment) has no entry, and the
 // next entry then names the leadership before it as its predecessor; an
-// Ended that failed makes a clean release read as lease_expired. Leadership
+// Ended that failed makes a clean release read as lease_expired. A skip
+// is recorded after it is done, in a second write: a skip whose record
+// failed is reported as such to whoever asked for it. Leadership
 // itself never depends on it.
 package history

@@ -63,6 +63,7 @@ type Config struct {
 type History struct {
 	cfg    Config
 	stream string
+	skips  string // K:skips
 	last   []string // by partition: keyspace.Lease.HistoryEnded
 }
 
@@ -94,7 +95,7 @@ func New(cfg Config) (*History, error) {
 		cfg.MaxLen = 1000
 	}
 	cfg.Partitions = max(cfg.Partitions, 1)
-	h := &History{cfg: cfg, stream: cfg.Keys.History()}
+	h := &History{cfg: cfg, stream: cfg.Keys.History(), skips: cfg.Keys.Skips()}
 	for n := range cfg.Partitions {
 		h.last = append(h.last, cfg.Keys.Partition(n, cfg.Partitions).HistoryEnded())
 	}

@@ -155,3 +155,29 @@ func TestPartitionsFollowTheirOwn(t *testing.T) {
 		t.Fatal("a partition out of range was accepted")
 	}
 }
+
+// TestSkipsAreKept: a skip is kept with who, why, which key, job and
+// partition, and when (the Redis clock), newest first.
+func TestSkipsAreKept(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	h, err := New(Config{Client: s.Client(), Keys: keyspace.MustNew("k"), Partitions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, who := range []string{"lockworker skip (ops@host)", "dashboard (127.0.0.1:5)"} {
+		if err := h.Skipped(t.Context(), Skip{Partition: i + 1, Key: "acct", JobID: "J" + who[:4], By: who, Reason: "why " + who}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := h.Skips(t.Context(), 0)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Skips: %+v, %v", got, err)
+	}
+	if g := got[0]; g.By != "dashboard (127.0.0.1:5)" || g.Reason != "why dashboard (127.0.0.1:5)" || g.Partition != 2 ||
+		g.Key != "acct" || g.JobID != "Jdash" || time.Since(g.At) > time.Minute || g.At.Before(got[1].At) {
+		t.Fatalf("newest skip %+v (then %+v)", g, got[1])
+	}
+	if one, err := h.Skips(t.Context(), 1); err != nil || len(one) != 1 || one[0].ID != got[0].ID {
+		t.Fatalf("Skips(1): %+v, %v", one, err)
+	}
+}

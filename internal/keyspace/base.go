@@ -77,6 +77,10 @@ func (b Base) FleetChannel() string { return b.key + ":fleet" }
 // History is the capped stream of leaderships.
 func (b Base) History() string { return b.key + ":history" }
 
+// Skips is the capped stream of operators' skips of parked keys: who
+// skipped which key's job, when and why (lockworker history shows them).
+func (b Base) Skips() string { return b.key + ":skips" }
+
 // ControlChannel is the pub/sub channel on which an operator's change
 // (step down, pause, resume) is announced.
 func (b Base) ControlChannel() string { return b.key + ":control" }

@@ -45,6 +45,8 @@
 //	K:history:ended      hash: how the last leadership of the lease that ended
 //	                     on purpose ended (token, worker, reason, at); with
 //	                     partitions K:history:ended:p<n>, still under K's tag
+//	K:skips              capped stream of operators' skips of parked keys
+//	                     (partition, key, job, by, reason; the entry ID is when)
 //	K:control            pub/sub channel: an operator changed something
 //	                     (step down, pause, resume); listeners re-read it
 //

@@ -21,6 +21,7 @@ func TestNamesStay(t *testing.T) {
 		{b.Replica("w-1"), "{lockworker:leader}:replica:w-1"},
 		{b.FleetChannel(), "{lockworker:leader}:fleet"},
 		{b.History(), "{lockworker:leader}:history"},
+		{b.Skips(), "{lockworker:leader}:skips"},
 		{l.HistoryEnded(), "{lockworker:leader}:history:ended"},
 		{l.StepDown(), "{lockworker:leader}:stepdown"},
 		{b.ControlChannel(), "{lockworker:leader}:control"},
@@ -64,7 +65,7 @@ func TestOneSlot(t *testing.T) {
 		b := MustNew(k)
 		l := b.Lease()
 		tag := HashTag(b.Key())
-		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(),
+		for _, name := range []string{b.Key(), b.Replicas(), b.Replica("w"), b.FleetChannel(), b.History(), b.Skips(),
 			l.HistoryEnded(), l.StepDown(), b.ControlChannel(), b.Partitions(), l.Lock(), l.Epoch(), l.EpochLast(), l.Fence(),
 			l.ReleasedChannel(), l.Group("k:x"), l.Ready(), l.InFlight(), l.Parked(), l.Attempts(), l.Stale(),
 			l.Counters(), l.Last(), l.Dead(), l.DeadLetter("id"), l.Paused(), l.EnqueuedChannel(),
@@ -178,6 +179,7 @@ func TestLayoutIsTheCode(t *testing.T) {
 		"K:fleet":            b.FleetChannel(),
 		"K:history":          b.History(),
 		"K:history:ended":    one.HistoryEnded(),
+		"K:skips":            b.Skips(),
 		"K:control":          b.ControlChannel(),
 		"L":                  l.Lock(),
 		"L:epoch":            l.Epoch(),

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/history"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/notice"
@@ -56,8 +57,9 @@ type Config struct {
 
 // Operator carries out operators' requests. Safe for concurrent use.
 type Operator struct {
-	cfg    Config
-	router *jobs.Router // finds a key's partition for Retry and Skip
+	cfg     Config
+	router  *jobs.Router     // finds a key's partition for Retry and Skip
+	history *history.History // records the skips
 }
 
 // New validates cfg and returns an Operator.
@@ -88,7 +90,11 @@ func New(cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
-	return &Operator{cfg: cfg, router: r}, nil
+	h, err := history.New(history.Config{Client: cfg.Client, Keys: cfg.Keys, Partitions: len(cfg.Queues)})
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	return &Operator{cfg: cfg, router: r, history: h}, nil
 }
 
 // Handover is what a step-down did.
@@ -273,15 +279,50 @@ func (o *Operator) Retry(ctx context.Context, ref jobs.Ref) (string, error) {
 	return id, err
 }
 
+// ErrNotRecorded is Skip's error when the skip was done but its record
+// in the history could not be written: the dead letter still says who
+// skipped it and why.
+var ErrNotRecorded = errors.New("operator: skipped, but not recorded in the history")
+
 // Skip moves the failing job of the parked key ref names to the dead
 // letters, recorded as skipped by by for reason, and releases the key's
-// held jobs (jobs.Queue.Skip); it returns the job's ID.
+// held jobs (jobs.Queue.Skip); it returns the job's ID. The skip is then
+// recorded in the history (history.Skipped: who, when, why); when that
+// write fails, Skip returns the ID and an error wrapping ErrNotRecorded.
 func (o *Operator) Skip(ctx context.Context, ref jobs.Ref, by, reason string) (string, error) {
-	id, err := o.router.Skip(ctx, ref, by, reason)
-	if err == nil {
-		o.announce(ctx, "skip")
+	rec, err := o.locate(ctx, ref)
+	if err != nil {
+		return "", err
 	}
-	return id, err
+	id, err := o.router.Skip(ctx, ref, by, reason)
+	if err != nil {
+		return "", err
+	}
+	o.announce(ctx, "skip")
+	rec.JobID, rec.By, rec.Reason = id, by, reason
+	if err := o.history.Skipped(ctx, rec); err != nil {
+		return id, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return id, nil
+}
+
+// locate is the key and partition of the parked key ref names, for the
+// history: a key's partition is its hash's; a job's is read from the
+// parked keys (jobs.ErrNotParked when none is parked on it).
+func (o *Operator) locate(ctx context.Context, ref jobs.Ref) (history.Skip, error) {
+	if ref.Key != "" {
+		return history.Skip{Key: ref.Key, Partition: o.router.Partition(ref.Key, "")}, nil
+	}
+	parked, err := o.router.Parked(ctx)
+	if err != nil {
+		return history.Skip{}, err
+	}
+	for _, p := range parked {
+		if p.JobID == ref.JobID {
+			return history.Skip{Key: p.Key, Partition: p.Partition}, nil
+		}
+	}
+	return history.Skip{}, fmt.Errorf("operator: skip %s: %w", ref, jobs.ErrNotParked)
 }
 
 // check refuses a partition the fleet does not have.
