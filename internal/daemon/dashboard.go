@@ -21,6 +21,7 @@ import (
 const (
 	historyShown     = 20
 	deadLettersShown = 10
+	parkedShown      = 20
 	pageRefresh      = 5 * time.Second
 	pageMinInterval  = 100 * time.Millisecond
 	rateWindow       = time.Minute
@@ -40,7 +41,8 @@ func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
 
 // Snapshot reads everything the page shows: the queue (one transaction;
 // with partitions, one pipeline over them all), the registry (two round
-// trips), the history and the dead letters.
+// trips), the history, the dead letters and, when some are, the parked
+// keys.
 func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	d := p.d
 	q, parts, err := p.queues(ctx)
@@ -61,11 +63,18 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 			return dashboard.Snapshot{}, err
 		}
 	}
+	var parked []jobs.ParkedKey
+	if q.Parked > 0 {
+		if parked, err = d.be.Queues.Parked(ctx); err != nil {
+			return dashboard.Snapshot{}, err
+		}
+	}
 	return dashboard.Snapshot{
-		Self:       d.self(),
-		Epoch:      q.Epoch,
-		Replicas:   records,
-		Queue:      dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
+		Self:     d.self(),
+		Epoch:    q.Epoch,
+		Replicas: records,
+		Queue: dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead),
+			Parked: parkedOf(parked)},
 		History:    historyOf(entries),
 		Partitions: partitionsOf(parts, records),
 	}, nil
@@ -132,6 +141,17 @@ func deadLettersOf(dead []jobs.DeadLetter) []dashboard.DeadLetter {
 	return out
 }
 
+// parkedOf is the page's parked keys: the longest parked, at most
+// parkedShown.
+func parkedOf(parked []jobs.ParkedKey) []dashboard.ParkedKey {
+	out := make([]dashboard.ParkedKey, 0, min(len(parked), parkedShown))
+	for _, k := range parked[:min(len(parked), parkedShown)] {
+		out = append(out, dashboard.ParkedKey{Key: k.Key, Partition: k.Partition, Held: k.Held, JobID: k.JobID, Attempts: k.Attempts,
+			Class: jobs.ErrorClass(k.Error), Error: k.Error, ParkedAt: k.ParkedAt})
+	}
+	return out
+}
+
 func historyOf(entries []history.Entry) []dashboard.Leadership {
 	out := make([]dashboard.Leadership, 0, len(entries))
 	for _, e := range entries {
@@ -190,6 +210,25 @@ func (a pageActions) Pause(ctx context.Context) error {
 }
 func (a pageActions) Resume(ctx context.Context) error {
 	return a.op.Resume(ctx, operator.AllPartitions)
+}
+
+func (a pageActions) RetryKey(ctx context.Context, key, jobID string) (string, error) {
+	id, err := a.op.Retry(ctx, jobs.Ref{Key: key, JobID: jobID})
+	return id, notParked(err)
+}
+
+func (a pageActions) SkipKey(ctx context.Context, key, jobID, by, reason string) (string, error) {
+	id, err := a.op.Skip(ctx, jobs.Ref{Key: key, JobID: jobID}, by, reason)
+	return id, notParked(err)
+}
+
+// notParked is err with dashboard.ErrNotFound added when it says the key
+// is not parked.
+func notParked(err error) error {
+	if errors.Is(err, jobs.ErrNotParked) {
+		return fmt.Errorf("%w: %w", dashboard.ErrNotFound, err)
+	}
+	return err
 }
 
 func (a pageActions) Requeue(ctx context.Context, id string) (string, error) {

@@ -31,6 +31,17 @@ type Actions interface {
 	// Requeue moves the dead letter id back to the queue as a new job and
 	// returns the new job's ID. ErrNotFound when id is not a dead letter.
 	Requeue(ctx context.Context, id string) (newID string, err error)
+	// RetryKey runs the failing job of a parked key again, with fresh
+	// attempts; the key's held jobs follow it once it succeeds. The key
+	// is named by key, or by its failing job's ID (jobID; the only way to
+	// name keyless jobs); with both, both must match. It returns the
+	// job's ID; ErrNotFound when no partition has that key parked.
+	RetryKey(ctx context.Context, key, jobID string) (string, error)
+	// SkipKey moves the failing job of a parked key (named as RetryKey's)
+	// to the dead letters, recorded as skipped by by for reason, and
+	// releases the key's held jobs in order. It returns the job's ID;
+	// ErrNotFound when no partition has that key parked.
+	SkipKey(ctx context.Context, key, jobID, by, reason string) (string, error)
 }
 
 // Errors an Actions implementation returns (wrapped is fine) to get a
@@ -57,6 +68,8 @@ func (d *Dashboard) mountActions(mux *http.ServeMux) {
 	mux.Handle("POST /api/queue/pause", d.admin(d.act("pause", a.Pause)))
 	mux.Handle("POST /api/queue/resume", d.admin(d.act("resume", a.Resume)))
 	mux.Handle("POST /api/deadletters/{id}/requeue", d.admin(d.requeue))
+	mux.Handle("POST /api/keys/retry", d.admin(d.keyAction("retry")))
+	mux.Handle("POST /api/keys/skip", d.admin(d.keyAction("skip")))
 }
 
 // admin lets a request through only with the admin token, compared in

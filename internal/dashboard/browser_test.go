@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,10 @@ func TestBrowser(t *testing.T) {
 	if got := p.Eval(t, deadRow); !strings.Contains(got, "exit code 3") || strings.Contains(got, "invoice") {
 		t.Errorf("the dead letter's row without the admin token: %q; want its class, not its error", got)
 	}
+	parkedRow := `document.querySelector('#parked-body tr[data-key="acct-1"]').textContent`
+	if got := p.Eval(t, parkedRow); !strings.Contains(got, "http 422") || strings.Contains(got, "iban") || !strings.Contains(got, "01JD8ZX4B2N6R8T0V2X4Z6B8DA") {
+		t.Errorf("the parked key's row without the admin token: %q; want its job and its error's class, not its error", got)
+	}
 	if got := p.Eval(t, `document.querySelector('#fleet-body tr[data-worker="lockworker-3"]').textContent`); !strings.Contains(got, "renew failed") || strings.Contains(got, "lease lost") {
 		t.Errorf("lockworker-3's row without the admin token: %q; want its error's class", got)
 	}
@@ -146,6 +151,23 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#dead-body tr[data-job="01JD8YV0TQ6R1P2W8E5G3K9MZC"] button.action`)),
 	)
 	waitCall(t, acts, "requeue:01JD8YV0TQ6R1P2W8E5G3K9MZC")
+
+	// A parked key: its error in full now; Retry at once, Skip on the
+	// second click, with the reason typed in the panel.
+	p.Within(t, 5*time.Second, "the parked key's error in full with the admin token",
+		chromedp.Poll[chromedp.Void](parkedRow+`.includes('iban DE89')`, chromedp.WithPollingMutation()),
+	)
+	p.Within(t, 5*time.Second, "retrying the parked key",
+		chromedp.Click(chromedp.CSS(`#parked-body tr[data-key="acct-1"] button.action[data-action="retrykey"]`)),
+	)
+	waitCall(t, acts, "retry:acct-1:01JD8ZX4B2N6R8T0V2X4Z6B8DA")
+	p.Within(t, 5*time.Second, "skipping the parked key with a reason",
+		chromedp.SendKeys(chromedp.CSS(`#skip-reason`), "iban fixed by hand"),
+		chromedp.Click(chromedp.CSS(`#parked-body tr[data-key="acct-1"] button.action[data-action="skipkey"]`)),
+		visible(`#parked-body button.action.confirm[data-action="skipkey"]`),
+		chromedp.Click(chromedp.CSS(`#parked-body tr[data-key="acct-1"] button.action[data-action="skipkey"]`)),
+	)
+	waitCallLike(t, acts, regexp.MustCompile(`^skip:acct-1:01JD8ZX4B2N6R8T0V2X4Z6B8DA:dashboard \(127\.0\.0\.1:\d+\):iban fixed by hand$`))
 
 	// A paused queue says so, and offers Resume instead of Pause.
 	src.set(func(s *Snapshot) { s.Queue.Paused = true })
@@ -231,11 +253,17 @@ func TestBrowserNoAdminToken(t *testing.T) {
 // waitCall waits, bounded, for Actions to be called with want.
 func waitCall(t *testing.T, acts *fakeActions, want string) {
 	t.Helper()
+	waitCallLike(t, acts, regexp.MustCompile("^"+regexp.QuoteMeta(want)+"$"))
+}
+
+// waitCallLike waits, bounded, for a call of Actions that want matches.
+func waitCallLike(t *testing.T, acts *fakeActions, want *regexp.Regexp) {
+	t.Helper()
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
 		case got := <-acts.called:
-			if got == want {
+			if want.MatchString(got) {
 				return
 			}
 		case <-timeout:

@@ -112,6 +112,20 @@ func (f *fakeActions) Requeue(_ context.Context, id string) (string, error) {
 	return "01JDNEWJOB0000000000000000", nil
 }
 
+func (f *fakeActions) RetryKey(_ context.Context, key, jobID string) (string, error) {
+	if err := f.record("retry:" + key + ":" + jobID); err != nil {
+		return "", err
+	}
+	return "01JDPARKED0000000000000000", nil
+}
+
+func (f *fakeActions) SkipKey(_ context.Context, key, jobID, by, reason string) (string, error) {
+	if err := f.record("skip:" + key + ":" + jobID + ":" + by + ":" + reason); err != nil {
+		return "", err
+	}
+	return "01JDPARKED0000000000000000", nil
+}
+
 // testAdminToken is the admin token of the tests' dashboards.
 const testAdminToken = "adm-5e3f0c1d9b7a4e22"
 
@@ -142,13 +156,18 @@ func sampleSnapshot(now time.Time) Snapshot {
 				LastErrorClass: "renew failed"},
 		},
 		Queue: Queue{
-			Queue:      figures.Queue{Pending: 128, Committed: 5037, DeadLettered: 2, Epoch: 42, OldestPendingMs: 95_000},
+			Queue: figures.Queue{Pending: 128, Committed: 5037, DeadLettered: 2, Epoch: 42, OldestPendingMs: 95_000,
+				Parked: 1, OldestParkedMs: 1_260_000},
 			RatePerSec: 14.6,
 			DeadLetters: []DeadLetter{
 				{ID: "01JD8ZQ3M6K2V7C4XN9B5T1HRA", Class: "exit code 3", Error: "jobs: guest: command exited with code 3: invalid invoice 7731",
 					Attempts: 5, FailedAt: ago(12 * time.Minute), Token: 41},
 				{ID: "01JD8YV0TQ6R1P2W8E5G3K9MZC", Class: "timeout", Error: "jobs: http: request cut at its deadline: no answer within 30s",
 					Attempts: 5, FailedAt: ago(47 * time.Minute), Token: 40},
+			},
+			Parked: []ParkedKey{
+				{Key: "acct-1", Partition: 0, Held: 3, JobID: "01JD8ZX4B2N6R8T0V2X4Z6B8DA", Attempts: 5, Class: "http 422",
+					Error: "jobs: http: 422 Unprocessable Entity: iban DE89370400440532013000 rejected", ParkedAt: ago(21 * time.Minute)},
 			},
 		},
 		History: []Leadership{

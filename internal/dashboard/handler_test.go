@@ -160,7 +160,8 @@ func TestScriptWritesTextOnly(t *testing.T) {
 func TestActionsAuth(t *testing.T) {
 	d, _, acts := newTestDashboard(t, testAdminToken)
 	h := d.Handler()
-	endpoints := []string{"/api/auth", "/api/stepdown", "/api/queue/pause", "/api/queue/resume", "/api/deadletters/01JD8ZQ3M6K2V7C4XN9B5T1HRA/requeue"}
+	endpoints := []string{"/api/auth", "/api/stepdown", "/api/queue/pause", "/api/queue/resume", "/api/deadletters/01JD8ZQ3M6K2V7C4XN9B5T1HRA/requeue",
+		"/api/keys/retry", "/api/keys/skip"}
 	for _, path := range endpoints {
 		for name, header := range map[string]string{
 			"none":         "",
@@ -296,7 +297,8 @@ func TestStepDownNamesItsLeadership(t *testing.T) {
 func TestActionsOffWithoutToken(t *testing.T) {
 	d, _, acts := newTestDashboard(t, "")
 	h := d.Handler()
-	for _, path := range []string{"/api/auth", "/api/stepdown", "/api/queue/pause", "/api/queue/resume", "/api/deadletters/x/requeue"} {
+	for _, path := range []string{"/api/auth", "/api/stepdown", "/api/queue/pause", "/api/queue/resume", "/api/deadletters/x/requeue",
+		"/api/keys/retry", "/api/keys/skip"} {
 		for _, token := range []string{"", "anything-at-all-12345"} {
 			if w := do(h, "POST", path, token); w.Code != http.StatusNotFound {
 				t.Errorf("POST %s: %d, want 404", path, w.Code)

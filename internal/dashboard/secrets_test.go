@@ -93,6 +93,9 @@ func TestNoSecretInOutput(t *testing.T) {
 // "token" is only ever the fencing token, a number.
 func TestSnapshotHasNoSecretFields(t *testing.T) {
 	forbidden := []string{"url", "uri", "dsn", "addr", "password", "passwd", "secret", "credential", "value", "admin", "auth", "key"}
+	// A job's ordering key is no credential: the parked keys' table names
+	// them so an operator can act on them (their errors are the admin's).
+	orderingKey := map[string]bool{"Snapshot.Queue.Parked": true, "Snapshot.Queue.Parked.Key": true}
 	seen := map[reflect.Type]bool{}
 	var check func(reflect.Type, string)
 	check = func(typ reflect.Type, path string) {
@@ -107,7 +110,7 @@ func TestSnapshotHasNoSecretFields(t *testing.T) {
 			f := typ.Field(i)
 			name := strings.ToLower(f.Name + " " + f.Tag.Get("json"))
 			for _, bad := range forbidden {
-				if strings.Contains(name, bad) {
+				if strings.Contains(name, bad) && !(bad == "key" && orderingKey[path+"."+f.Name]) {
 					t.Errorf("%s.%s (json %q) looks like it could hold a secret", path, f.Name, f.Tag.Get("json"))
 				}
 			}

@@ -86,6 +86,28 @@ type Queue struct {
 	// DeadLetters are the latest dead letters; Queue.DeadLettered counts
 	// them all.
 	DeadLetters []DeadLetter `json:"deadLetters"`
+	// Parked are the parked keys, longest parked first (at most what the
+	// source shows); Queue.Parked counts them all.
+	Parked []ParkedKey `json:"parkedKeys"`
+}
+
+// ParkedKey is a key held after one of its jobs failed for good: that
+// job and every later job of the key wait, in order, until an operator
+// retries or skips it (POST /api/keys/retry, /api/keys/skip).
+type ParkedKey struct {
+	// Key is "" for keyless jobs: JobID names them.
+	Key       string `json:"key"`
+	Partition int    `json:"partition"`
+	// Held counts the jobs it holds, the failing one included.
+	Held     int64  `json:"held"`
+	JobID    string `json:"jobId"`
+	Attempts int    `json:"attempts"`
+	// Class is the kind of failure (jobs.ErrorClass); Error the last
+	// attempt's error in full, for the admin token's bearers only, as a
+	// dead letter's.
+	Class    string    `json:"class"`
+	Error    string    `json:"error,omitempty"`
+	ParkedAt time.Time `json:"parkedAt,omitzero"`
 }
 
 // DeadLetter is a job that failed every attempt. Its payload is left out:
@@ -127,7 +149,7 @@ type Leadership struct {
 }
 
 // public is s as anyone may read it: errors by their class only
-// (DeadLetter.Class, roster.Record.LastErrorClass), since the errors
+// (DeadLetter.Class, ParkedKey.Class, roster.Record.LastErrorClass), since the errors
 // themselves may quote what a handler wrote, and that may quote a job's
 // payload. The slices are copies: s is not changed.
 func (s Snapshot) public() Snapshot {
@@ -138,6 +160,10 @@ func (s Snapshot) public() Snapshot {
 	s.Queue.DeadLetters = append([]DeadLetter(nil), s.Queue.DeadLetters...)
 	for i := range s.Queue.DeadLetters {
 		s.Queue.DeadLetters[i].Error = ""
+	}
+	s.Queue.Parked = append([]ParkedKey(nil), s.Queue.Parked...)
+	for i := range s.Queue.Parked {
+		s.Queue.Parked[i].Error = ""
 	}
 	return s.normalized()
 }
@@ -159,6 +185,9 @@ func (s Snapshot) normalized() Snapshot {
 	}
 	if s.Queue.DeadLetters == nil {
 		s.Queue.DeadLetters = []DeadLetter{}
+	}
+	if s.Queue.Parked == nil {
+		s.Queue.Parked = []ParkedKey{}
 	}
 	return s
 }

@@ -319,6 +319,7 @@
     renderLanes(self.lanes || []);
     renderFleet(replicas, self.workerId, parts.length > 0);
     renderPartitions(parts);
+    renderParked(queue);
     renderDead(queue);
     renderHistory(snap.history || [], leader);
     renderActions(leader, queue);
@@ -407,6 +408,42 @@
           (body) => 'Requeued ' + d.id + ' as ' + (body.id || 'a new job'))) : null))));
   }
 
+  // renderParked lists the parked keys: each holds its failing job and
+  // every later job of its key until Retry or Skip (two clicks; the
+  // reason in the panel's field goes with it).
+  function renderParked(queue) {
+    const parked = queue.parkedKeys || [];
+    const total = queue.parked || parked.length;
+    $('parked-meta').textContent = total > parked.length ? 'longest parked ' + parked.length + ' of ' + total : (total ? total + ' parked' : '');
+    $('skip-reason').hidden = !admin || !parked.length;
+    if (!parked.length) {
+      swap($('parked-body'), el('tr', {}, el('td', { colspan: 8, class: 'dim', text: 'No parked keys: every key flows.' })));
+      return;
+    }
+    swap($('parked-body'), ...parked.map((k) => {
+      const ref = { key: k.key, jobId: k.jobId };
+      const label = k.key ? k.key : 'job ' + k.jobId;
+      return el('tr', { 'data-key': k.key, 'data-job': k.jobId },
+        el('td', { class: k.key ? 'worker' : 'dim', text: k.key || '(no key)' }),
+        el('td', { class: 'num mono', text: String(k.partition) }),
+        el('td', { class: 'num', text: fmtInt(k.held) }),
+        el('td', { class: 'job', title: k.jobId, text: k.jobId }),
+        el('td', { class: 'num', text: String(k.attempts ?? '—') }),
+        el('td', { class: 'err', text: k.error || k.class || '—' }),
+        el('td', {}, rel(parseTime(k.parkedAt))),
+        el('td', { class: 'col-action' }, ...(admin ? [
+          actionButton('retrykey:' + k.jobId, 'Retry', 'btn btn-small btn-primary',
+            () => act('retrykey:' + k.jobId, 'api/keys/retry', () => 'Retrying ' + label + ': its held jobs follow', ref)),
+          actionButton('skipkey:' + k.jobId, 'Skip', 'btn btn-small btn-danger', () => {
+            if (confirmed('skipkey:' + k.jobId)) {
+              act('skipkey:' + k.jobId, 'api/keys/skip', (body) => 'Skipped ' + (body.id || k.jobId) + ' to the dead letters; ' + label + ' flows again',
+                Object.assign({ reason: $('skip-reason').value }, ref));
+            }
+          }),
+        ] : [])));
+    }));
+  }
+
   function renderHistory(history, leader) {
     $('history-meta').textContent = history.length ? history.length + ' leaderships' : '';
     if (!history.length) {
@@ -482,19 +519,23 @@
     swap($('queue-actions'), ...qa);
   }
 
-  async function act(key, url, success) {
+  // act posts an action, with a JSON body when one is given.
+  async function act(key, url, success, body) {
     busy.add(key);
     render();
     try {
-      const res = await fetch(url, { method: 'POST', headers: { Authorization: 'Bearer ' + token } });
-      const body = await res.json().catch(() => ({}));
+      const headers = { Authorization: 'Bearer ' + token, 'X-Lockworker-Client': 'dashboard' };
+      if (body) headers['Content-Type'] = 'application/json';
+      const res = await fetch(url, { method: 'POST', headers, body: body ? JSON.stringify(body) : undefined });
+      const answer = await res.json().catch(() => ({}));
       if (res.status === 401) {
         lock();
         toast('The admin token was rejected. Enter it again.', true);
       } else if (!res.ok) {
-        toast(body.error || 'The action failed (HTTP ' + res.status + ').', true);
+        toast(answer.error || 'The action failed (HTTP ' + res.status + ').', true);
       } else {
-        toast(success(body));
+        toast(success(answer));
+        if (answer.warning) toast(answer.warning, true);
       }
     } catch (e) {
       toast('The action could not be sent: ' + e.message, true);
