@@ -63,7 +63,7 @@ type Config struct {
 type History struct {
 	cfg    Config
 	stream string
-	skips  string // K:skips
+	skips  string   // K:skips
 	last   []string // by partition: keyspace.Lease.HistoryEnded
 }
 
