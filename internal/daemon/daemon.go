@@ -122,6 +122,7 @@ func (d *Daemon) assemble() error {
 	if err := d.metrics.Watch(src); err != nil {
 		return err
 	}
+	d.metrics.WatchSlots(d.slots.Size, d.slots.InUse)
 	if err := d.assembleFleet(); err != nil {
 		return err
 	}

@@ -253,6 +253,7 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- partOldestDesc
 		ch <- partPausedDesc
 	}
+	describeKeys(ch, c.parts != nil) // keys.go
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
@@ -279,6 +280,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(epochDesc, prometheus.GaugeValue, float64(q.Epoch))
 	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, boolFloat(q.Paused))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, float64(q.OldestPendingMs)/1000)
+	collectKeys(ch, q) // keys.go
 }
 
 // collectPartitions sends each partition's queue figures.
@@ -290,6 +292,7 @@ func collectPartitions(ch chan<- prometheus.Metric, parts []figures.Queue) {
 		if q.Paused {
 			ch <- prometheus.MustNewConstMetric(partPausedDesc, prometheus.GaugeValue, 1, n)
 		}
+		collectPartitionKeys(ch, n, q) // keys.go
 	}
 }
 
