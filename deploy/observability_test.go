@@ -134,6 +134,7 @@ func exposed(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.WatchSlots(func() int { return 16 }, func() int { return 1 })
 	m.Transition("idle", "working")
 	m.ObserveAcquire(time.Millisecond, leader.Acquired)
 	m.ObserveRenew(time.Millisecond, leader.Renewed)
