@@ -60,6 +60,8 @@ func (d *Daemon) newLane(p int) (*lane, error) {
 		Queue: l.queue, Handler: h, Slots: d.slots, MaxAttempts: cfg.JobMaxAttempts, Batch: cfg.JobBatch,
 		Retry:     backoff.Policy{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
 		OnFailure: onFailure,
+		// The lane's reason says a paused queue (and its log line).
+		OnPause: func(paused bool) { l.leader.QueuePaused(paused) },
 		// Enqueue notices wake an idle leader at once; polling is only
 		// the fallback for a lost notice.
 		PollInterval: poll, Logger: l.log,

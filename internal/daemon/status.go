@@ -76,6 +76,7 @@ func (d *Daemon) status(ctx context.Context) statusdoc.Status {
 		WorkerID: d.cfg.WorkerID, State: rec.State, Leader: rec.Leader, Token: rec.Token,
 		LockKey: d.be.Keys.Key(), Mode: string(d.be.Mode()), Partitions: d.be.Partitions,
 		Nodes: len(d.be.Clients), RedisOK: d.redisOK(), Version: d.build.Short(),
+		JobSlots: statusdoc.JobSlots{Size: d.slots.Size(), InUse: d.slots.InUse()},
 	}
 	for _, s := range snaps {
 		st.Lanes = append(st.Lanes, statusdoc.LaneStatus{Partition: s.Partition, State: s.State.String(), Token: s.Token,

@@ -177,6 +177,9 @@ func (l *loop) step() error {
 	l.redisFails, l.recover = 0, false
 	l.pending = l.pending[len(sent):]
 	l.recorded(sent, s.applied)
+	if s.paused != l.paused && l.w.cfg.OnPause != nil {
+		l.w.cfg.OnPause(s.paused)
+	}
 	l.paused = pausedNow(l.paused, s.paused, l.log)
 	l.readyNow, l.nextDue, l.timeAt = s.readyNow, s.nextDue, s.nextTime
 	l.mayClaim = s.readyNow > 0 && !s.paused

@@ -56,6 +56,12 @@ type WorkerConfig struct {
 	// not start: ErrHostFault) end the leadership. Default 5, spaced by
 	// Backoff.
 	HostFaultLimit int
+	// OnPause, optional, is told when Process finds the queue paused by
+	// an operator (true) or running again (false): at the first step of a
+	// leadership that finds it paused, and at each change after. It is
+	// called on Process's goroutine and must not block (the daemon posts
+	// it to the lane, whose reason then says paused).
+	OnPause func(paused bool)
 	// Logger receives the worker's logs. Default: discard.
 	Logger *slog.Logger
 }

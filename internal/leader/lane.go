@@ -116,6 +116,7 @@ type Lane struct {
 	// when the current wait ends.
 	quietUntil, deafUntil, waitUntil time.Time
 
+	paused  bool   // the current leadership's work said its queue is paused (QueuePaused)
 	why     Reason // what the latest event says of why the lane does not lead
 	said    Reason // the reason last logged
 	lastErr error  // the latest error met, for the fleet registry
@@ -194,6 +195,14 @@ func (l *Lane) StepDown(token int64) { l.m.Post(stepDown{token: token}) }
 // when none does. Never blocks.
 func (l *Lane) GuardsChanged() { l.m.Post(guardsChanged{}) }
 
+// QueuePaused tells the lane that the queue its leadership works on is
+// paused by an operator (on), or runs again: a leading lane then gives
+// Paused as its reason, in its snapshot and its log, while it keeps its
+// lease. The work says it (the job worker, as it reads the pause flag);
+// a new leadership starts unpaused until its work says otherwise. Never
+// blocks.
+func (l *Lane) QueuePaused(on bool) { l.m.Post(queuePaused{on: on}) }
+
 // Observe tells the lane of a token handed out for its lock, seen
 // outside its own acquires (a registry record, the history): the next
 // acquire's floor is at least that. Never blocks.
@@ -209,6 +218,7 @@ type (
 	released      struct{}
 	stepDown      struct{ token int64 }
 	guardsChanged struct{}
+	queuePaused   struct{ on bool }
 	observed      struct{ token int64 }
 	stopping      struct{}
 	workEnded     struct {
@@ -232,6 +242,8 @@ func (l *Lane) Receive(msg any) (machine.Move, bool) {
 		l.stepDown(msg.token)
 	case guardsChanged:
 		return l.guardsChanged()
+	case queuePaused:
+		l.paused = msg.on && l.work != nil
 	case observed:
 		l.observed = max(l.observed, msg.token)
 	case stopping:

@@ -25,12 +25,14 @@ const (
 	SteppedDown                     // it stepped down on request and holds off
 	WorkEnded                       // its work ended by itself; it waits before trying again
 	LeaseLost                       // its renew failed; the lease is or may be gone
+	Paused                          // it holds the lease, but an operator paused its queue: it takes no new job
 )
 
 var reasonKinds = [...]string{
 	Leading: "leading", Unplanned: "unplanned", NotShare: "not_share", Stopping: "stopping",
 	Acquiring: "acquiring", HeldElsewhere: "held", Refused: "refused", FewReplicas: "few_replicas",
 	NoAnswer: "no_answer", SteppedDown: "stepped_down", WorkEnded: "work_ended", LeaseLost: "lease_lost",
+	Paused: "paused",
 }
 
 func (k ReasonKind) String() string {
@@ -40,8 +42,8 @@ func (k ReasonKind) String() string {
 	return fmt.Sprintf("ReasonKind(%d)", int(k))
 }
 
-// Reason says why a lane does not lead: its kind, and what the kind
-// names (who holds the lock, until when, which error).
+// Reason says why a lane does not lead, or (Paused) why, holding the
+// lease, it runs no job: its kind, and what the kind names (who holds the lock, until when, which error).
 type Reason struct {
 	Kind ReasonKind
 	// Holder and Token name who holds the lock (HeldElsewhere): the
@@ -87,6 +89,8 @@ func (r Reason) String() string {
 		return r.Err
 	case LeaseLost:
 		return "lease lost: " + r.Err
+	case Paused:
+		return "paused: taking no new job until lockworker resume"
 	}
 	return r.Kind.String()
 }

@@ -24,7 +24,7 @@ type Snapshot struct {
 	Token    int64
 	Deadline time.Time
 	// Reason says why the lane does not lead; its Kind is Leading while it
-	// leads.
+	// leads, or Paused while it leads a queue an operator paused.
 	Reason Reason
 	// Since is when the lane entered its phase (State.Steady).
 	Since time.Time
@@ -133,6 +133,8 @@ func (l *Lane) leading() bool {
 // reason is why the lane does not lead now.
 func (l *Lane) reason() Reason {
 	switch {
+	case l.leading() && l.paused:
+		return Reason{Kind: Paused}
 	case l.leading():
 		return Reason{}
 	case l.stopping:
@@ -148,18 +150,21 @@ func (l *Lane) reason() Reason {
 }
 
 // say logs a reason once, when it changes: at INFO what a contending lane
-// waits on (who leads, a fault, a hold), at DEBUG the rest.
+// waits on (who leads, a fault, a hold) and a leadership whose queue is
+// paused, at DEBUG the rest.
 func (l *Lane) say(r Reason) {
 	if r.same(l.said) {
 		return
 	}
 	l.said = r
-	level := slog.LevelInfo
+	level, msg := slog.LevelInfo, "Waiting to lead"
 	switch r.Kind {
 	case Leading:
-		return // the machine says "Lock acquired. Starting work"
+		return // the machine says "Lock acquired. Starting work"; the work says "queue resumed"
+	case Paused:
+		msg = "Leading, paused"
 	case Unplanned, NotShare, Stopping, Acquiring:
 		level = slog.LevelDebug
 	}
-	l.log.Log(context.Background(), level, "Waiting to lead", "reason", r.String(), "why", r.Kind.String())
+	l.log.Log(context.Background(), level, msg, "reason", r.String(), "why", r.Kind.String())
 }

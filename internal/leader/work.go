@@ -56,6 +56,7 @@ type running struct {
 // the leadership (WORK_ENDED).
 func (l *Lane) StartWork() {
 	l.leads++
+	l.paused = false // until this leadership's work reads the flag
 	ctx, cancel := context.WithCancelCause(context.Background())
 	w := &running{ctx: ctx, cancel: cancel, done: make(chan struct{}), lease: l.lease, started: time.Now()}
 	l.work = w

@@ -27,6 +27,9 @@ type Status struct {
 	// Lanes lists this replica's lanes, one per partition, each with its
 	// chart state and why it does not lead.
 	Lanes []LaneStatus `json:"lanes"`
+	// JobSlots is this replica's job slots (JOB_CONCURRENCY) and how
+	// many its jobs hold now.
+	JobSlots JobSlots `json:"jobSlots"`
 	// Eviction is each Redis master's maxmemory-policy as this replica
 	// last read it. Safe false: a master evicts keys (or none has
 	// answered yet), and this replica does not lead (/readyz says 503).
@@ -75,6 +78,14 @@ type LeadStatus struct {
 	LeaseLeftMs int64 `json:"leaseLeftMs"`
 }
 
+// JobSlots is a replica's share of the work in /status: Size is
+// JOB_CONCURRENCY, the most jobs it runs at once over every partition it
+// leads; InUse how many run now.
+type JobSlots struct {
+	Size  int `json:"size"`
+	InUse int `json:"inUse"`
+}
+
 // LaneStatus is one lane of this replica (one partition's leadership),
 // in /status.
 type LaneStatus struct {
@@ -86,7 +97,8 @@ type LaneStatus struct {
 	LeaseLeftMs int64 `json:"leaseLeftMs"`
 	// Reason says why the lane does not lead (who holds the lock, not
 	// this replica's share, Redis evicts keys, a hold after a step-down,
-	// ...); empty while it leads.
+	// ...), or that it leads a paused queue ("paused: ..."); empty while
+	// it leads and works.
 	Reason string `json:"reason"`
 }
 

@@ -328,12 +328,13 @@
   }
 
   // renderLanes lists this replica's lanes (one per partition): each
-  // one's state, and why it does not lead.
+  // one's state, and why it does not lead (or, holding the lease, runs
+  // nothing: paused). A lane with a token leads.
   function renderLanes(lanes) {
-    const leading = lanes.filter((l) => !l.reason).length;
+    const leading = lanes.filter((l) => l.token).length;
     $('lanes-meta').textContent = lanes.length + (lanes.length === 1 ? ' lane' : ' lanes') + ' · ' + leading + ' leading';
     swap($('lanes-body'), ...lanes.map((l) => el('tr', {
-      class: l.reason ? '' : 'is-leader', 'data-partition': l.partition, 'data-state': l.state,
+      class: l.token ? 'is-leader' : '', 'data-partition': l.partition, 'data-state': l.state,
     },
     el('td', { class: 'num mono', text: String(l.partition) }),
     el('td', {}, el('span', { class: 'pill', text: l.state })),
