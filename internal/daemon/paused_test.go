@@ -16,7 +16,8 @@ import (
 // TestPausedLaneAndSlotsInStatus: /status gives the replica's job slots
 // (JOB_CONCURRENCY) and how many its running job holds; a partition an
 // operator pauses shows "paused" as its lane's reason while the lane
-// keeps its lease, with a log line naming the partition, and the other
+// keeps its lease, with a log line naming the partition, and on the
+// dashboard's lanes panel (its snapshot), and the other
 // lane leads with no reason; resumed, the reason goes.
 func TestPausedLaneAndSlotsInStatus(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
@@ -50,6 +51,19 @@ func TestPausedLaneAndSlotsInStatus(t *testing.T) {
 	if r.leads() != 2 {
 		t.Fatal("a paused lane gave its lease up")
 	}
+	poll.Until(t, 10*time.Second, "the page's lanes panel saying paused", func() bool {
+		_, body := get(t, cfg.Port, "/api/snapshot")
+		var page struct {
+			Self struct {
+				Lanes []statusdoc.LaneStatus `json:"lanes"`
+			} `json:"self"`
+		}
+		if err := json.Unmarshal([]byte(body), &page); err != nil {
+			t.Fatal(err)
+		}
+		l := page.Self.Lanes
+		return len(l) == 2 && strings.HasPrefix(l[paused].Reason, "paused") && l[paused].Token > 0
+	})
 	var said []string
 	for line := range strings.SplitSeq(r.logs.String(), "\n") {
 		if strings.Contains(line, `msg="Leading, paused"`) {
