@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func (l lease) Deadline() time.Time { return time.Now().Add(time.Minute) }
 func (l lease) Valid() bool         { return true }
 
 // TestParkedRetrySkip: a key parked by a job that failed for good is
-// listed by parked (text and JSON); skip moves its job to the dead
+// listed by parked (text and JSON) and counted by partitions, beside a
+// key in flight; skip moves its job to the dead
 // letters with who and why, which deadletters shows with the key and
 // partition, and history as a SKIPPED row (text and JSON); requeue --tail puts it back; retry of a key not parked is
 // an error.
@@ -37,9 +39,20 @@ func TestParkedRetrySkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := jobs.NewWorker(jobs.WorkerConfig{Queue: q, MaxAttempts: 1, Handler: jobs.HandlerFunc(func(_ context.Context, j jobs.Job, _ jobs.Lease) error {
-		if string(j.Payload) == "bad" {
+	if err := runCLI(t, []string{"enqueue", "--key", "acct-2", "slow"}, env, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	w, err := jobs.NewWorker(jobs.WorkerConfig{Queue: q, MaxAttempts: 1, Handler: jobs.HandlerFunc(func(ctx context.Context, j jobs.Job, _ jobs.Lease) error {
+		switch string(j.Payload) {
+		case "bad":
 			return errors.New("bad data")
+		case "slow": // in flight until the partitions are read
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		return nil
 	})})
@@ -49,9 +62,29 @@ func TestParkedRetrySkip(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Process(ctx, lease{token: 1}) }()
-	poll.Until(t, 10*time.Second, "acct-1 parked", func() bool {
+	poll.Until(t, 10*time.Second, "acct-1 parked, acct-2 in flight", func() bool {
 		s, err := q.Stats(t.Context())
-		return err == nil && s.Parked == 1
+		return err == nil && s.Parked == 1 && s.InFlight == 1
+	})
+	var parts strings.Builder
+	if err := runCLI(t, []string{"partitions", "--json"}, env, &parts); err != nil {
+		t.Fatalf("partitions --json: %v\n%s", err, parts.String())
+	}
+	var table []struct {
+		InFlight int `json:"inFlight"`
+		Parked   int `json:"parked"`
+	}
+	if err := json.Unmarshal([]byte(parts.String()), &table); err != nil || len(table) != 1 || table[0].InFlight != 1 || table[0].Parked != 1 {
+		t.Fatalf("partitions --json: %v\n%s; want 1 key in flight and 1 parked", err, parts.String())
+	}
+	parts.Reset()
+	if err := runCLI(t, []string{"partitions"}, env, &parts); err != nil || !regexp.MustCompile(`IN FLIGHT +PARKED`).MatchString(parts.String()) {
+		t.Fatalf("partitions: %v\n%s", err, parts.String())
+	}
+	close(release)
+	poll.Until(t, 10*time.Second, "acct-2 done", func() bool {
+		s, err := q.Stats(t.Context())
+		return err == nil && s.InFlight == 0 && s.Committed == 1
 	})
 	cancel()
 	if err := <-done; err != nil {
