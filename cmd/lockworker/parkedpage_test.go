@@ -93,7 +93,10 @@ func TestDashboardParkedKeys(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#admin-form button[type=submit]`)),
 		browsertest.Visible(`#parked-body tr[data-key="acct-1"] button.action[data-action="retrykey"]`),
 		browsertest.Visible(`#skip-reason`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#parked-body tr[data-key="acct-1"]').textContent.includes('exited with code 1')`,
+			chromedp.WithPollingMutation()),
 	)
+	p.Screenshot(t, "parked") // docs/dashboard-parked.png: the errors in full, the buttons
 
 	if err := os.WriteFile(healed, nil, 0o644); err != nil {
 		t.Fatal(err)
