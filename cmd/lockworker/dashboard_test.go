@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/testkit/browsertest"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -344,6 +346,100 @@ func TestDashboardPartitions(t *testing.T) {
 	pageShows("every partition on dp-a, on the page", a)
 	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
 		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestDashboardSchedules: a real replica leading two partitions, its page
+// in a real chromium, with two schedules added by `lockworker schedule
+// add` and a job delayed by an hour. The schedules table shows each one's
+// name, partition (as `schedule list` says), when it ticks, key,
+// catch-up and next tick, and the every-second one's last tick once it
+// ticked, without a reload; the delayed job counts on the queue card and
+// in its partition's row. No payload reaches the page or /api/snapshot,
+// with or without the admin token.
+func TestDashboardSchedules(t *testing.T) {
+	browsertest.Exec(t)
+	r := redistest.Start(t, redistest.Options{})
+	env := append(partitionsEnv(r.URL(), 2, t.TempDir()), "ADMIN_TOKEN="+testAdminToken)
+	a := startWorker(t, "ds-a", env...)
+	shared(t, 2, 20*time.Second, a)
+	const secret = "payload-secret-7731"
+	cli(t, env, "schedule", "add", "beat", "--every", "1s", "--key", "s", secret)
+	cli(t, env, "schedule", "add", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Paris", "--catch-up", "skip", secret)
+	delayedKey := keyOf(1, 2)
+	cli(t, env, "enqueue", "--in", "1h", "--key", delayedKey, secret)
+	var list []figures.Schedule
+	if err := json.Unmarshal([]byte(cli(t, env, "schedule", "list", "--json")), &list); err != nil || len(list) != 2 {
+		t.Fatalf("schedule list --json: %+v, %v", list, err)
+	}
+
+	p := browsertest.Open(t, 1280, 1300)
+	p.Within(t, 15*time.Second, "first load",
+		chromedp.Navigate(a.url("/")),
+		browsertest.Visible(`#schedules-body tr[data-schedule="nightly"]`),
+		browsertest.Visible(`#schedules-body tr[data-schedule="beat"]`),
+	)
+	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
+	cells := func(name string) []string {
+		t.Helper()
+		got := p.Eval(t, `[...document.querySelectorAll('#schedules-body tr[data-schedule="`+name+`"] td')].map((td) => td.textContent).join('|')`)
+		return strings.Split(got, "|")
+	}
+	for _, s := range list {
+		c := cells(s.Name)
+		if len(c) != 7 || c[0] != s.Name || c[1] != fmt.Sprint(s.Partition) {
+			t.Errorf("%s's row: %q, want its name and partition %d", s.Name, c, s.Partition)
+			continue
+		}
+		want := map[string][]string{"beat": {"every 1s", "s", "once"}, "nightly": {"cron 0 2 * * * (Europe/Paris)", "—", "skip"}}[s.Name]
+		if !slices.Equal(c[2:5], want) {
+			t.Errorf("%s's row: when, key, catch-up %q, want %q", s.Name, c[2:5], want)
+		}
+		if !regexp.MustCompile(`^\d\d:\d\d:\d\d · (in \d|due$)`).MatchString(c[6]) {
+			t.Errorf("%s's next tick shows %q", s.Name, c[6])
+		}
+	}
+	if c := cells("nightly"); c[5] != "not yet" {
+		t.Errorf("nightly's last tick shows %q before its first tick", c[5])
+	}
+	p.Within(t, 15*time.Second, "beat's last tick on the page",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const td = document.querySelector('#schedules-body tr[data-schedule="beat"] td.last-tick');
+			return !!td && / ago$/.test(td.textContent);
+		})()`, chromedp.WithPollingMutation()))
+	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
+		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	if got := p.Eval(t, `document.getElementById('queue-delayed').textContent`); got != "1" {
+		t.Errorf("the queue card shows %q delayed, want 1", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#partitions-body tr[data-partition="1"] td.delayed').textContent`); got != "1" {
+		t.Errorf("partition 1 shows %q delayed, want 1", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#partitions-body tr[data-partition="0"] td.delayed').textContent`); got != "0" {
+		t.Errorf("partition 0 shows %q delayed, want 0", got)
+	}
+	p.Screenshot(t, "schedules")
+	if strings.Contains(p.Eval(t, `document.documentElement.outerHTML`), secret) {
+		t.Error("a payload is on the page")
+	}
+	for _, auth := range []string{"", "Bearer " + testAdminToken} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url("/api/snapshot"), nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if !strings.Contains(string(body), `"name":"beat"`) || strings.Contains(string(body), secret) {
+			t.Errorf("/api/snapshot with Authorization %q: schedules without their payload wanted:\n%s", auth, body)
+		}
 	}
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
