@@ -358,8 +358,9 @@ func TestDashboardPartitions(t *testing.T) {
 // name, partition (as `schedule list` says), when it ticks, key,
 // catch-up and next tick, and the every-second one's last tick once it
 // ticked, without a reload; the delayed job counts on the queue card and
-// in its partition's row. No payload reaches the page or /api/snapshot,
-// with or without the admin token.
+// in its partition's row; the replica's /status gives the same last and
+// next ticks. No payload reaches the page or /api/snapshot, with or
+// without the admin token.
 func TestDashboardSchedules(t *testing.T) {
 	browsertest.Exec(t)
 	r := redistest.Start(t, redistest.Options{})
@@ -412,6 +413,13 @@ func TestDashboardSchedules(t *testing.T) {
 		})()`, chromedp.WithPollingMutation()))
 	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
 		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	// The daemon's /status says the same: each schedule's last and next tick.
+	st, ok := a.status()
+	if !ok || len(st.Schedules) != 2 || st.Schedules[0].Name != "beat" || st.Schedules[0].LastTick.IsZero() ||
+		!st.Schedules[0].NextTick.After(st.Schedules[0].LastTick) || st.Schedules[0].PeriodMs != 1000 ||
+		st.Schedules[1].Name != "nightly" || !st.Schedules[1].LastTick.IsZero() || st.Schedules[1].NextTick.IsZero() {
+		t.Errorf("/status schedules: %+v (ok %v); want beat's last and next tick, nightly's next", st.Schedules, ok)
 	}
 	if got := p.Eval(t, `document.getElementById('queue-delayed').textContent`); got != "1" {
 		t.Errorf("the queue card shows %q delayed, want 1", got)
