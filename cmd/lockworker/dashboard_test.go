@@ -359,7 +359,7 @@ func TestDashboardPartitions(t *testing.T) {
 // catch-up and next tick, and the every-second one's last tick once it
 // ticked, without a reload; the delayed job counts on the queue card and
 // in its partition's row; the replica's /status gives the same last and
-// next ticks. No payload reaches the page or /api/snapshot, with or
+// next ticks, and its /metrics the ticks, periods and delayed jobs. No payload reaches the page or /api/snapshot, with or
 // without the admin token.
 func TestDashboardSchedules(t *testing.T) {
 	browsertest.Exec(t)
@@ -420,6 +420,16 @@ func TestDashboardSchedules(t *testing.T) {
 		!st.Schedules[0].NextTick.After(st.Schedules[0].LastTick) || st.Schedules[0].PeriodMs != 1000 ||
 		st.Schedules[1].Name != "nightly" || !st.Schedules[1].LastTick.IsZero() || st.Schedules[1].NextTick.IsZero() {
 		t.Errorf("/status schedules: %+v (ok %v); want beat's last and next tick, nightly's next", st.Schedules, ok)
+	}
+	// And its /metrics: the schedules' ticks and period, the delayed job.
+	scraped := get(t, a.url("/metrics"))
+	for _, want := range []string{`lockworker_schedule_last_tick_timestamp_seconds{schedule="beat"} `,
+		`lockworker_schedule_next_tick_timestamp_seconds{schedule="nightly"} `, `lockworker_schedule_period_seconds{schedule="beat"} 1` + "\n",
+		`lockworker_schedule_period_seconds{schedule="nightly"} 86400` + "\n", "lockworker_jobs_delayed 1\n",
+		`lockworker_partition_jobs_delayed{partition="1"} 1` + "\n", `lockworker_partition_jobs_delayed{partition="0"} 0` + "\n"} {
+		if !strings.Contains(scraped, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	if got := p.Eval(t, `document.getElementById('queue-delayed').textContent`); got != "1" {
 		t.Errorf("the queue card shows %q delayed, want 1", got)
