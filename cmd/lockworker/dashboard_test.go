@@ -463,3 +463,86 @@ func TestDashboardSchedules(t *testing.T) {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
 	}
 }
+
+// TestSchedulesOverHTTP: on a real replica with ADMIN_TOKEN, POST and
+// DELETE /api/schedules add and remove a schedule that `lockworker
+// schedule list` then shows or not, and answer 401 without the admin
+// token (none, a wrong one, the jobs token), changing nothing; on a
+// replica of the same fleet without ADMIN_TOKEN they do not exist (404,
+// the dashboard mounted at / included), whatever the request bears.
+func TestSchedulesOverHTTP(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
+	with := startWorker(t, "sh-admin", append(env, "ADMIN_TOKEN="+testAdminToken)...)
+	without := startWorker(t, "sh-plain", env...)
+	for _, w := range []*worker{with, without} {
+		poll.Until(t, 10*time.Second, w.name+" answers", func() bool { _, ok := w.status(); return ok })
+	}
+	call := func(w *worker, method, path, token, body string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, w.url(path), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	names := func() []string {
+		t.Helper()
+		var list []figures.Schedule
+		if err := json.Unmarshal([]byte(cli(t, env, "schedule", "list", "--json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range list {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	const add = `{"name":"web","every":"1m","key":"reports","payload":"p","catchUp":"skip"}`
+	for _, tok := range []string{"", "not-the-admin-token-at-all", testJobsToken} {
+		if code := call(with, "POST", "/api/schedules", tok, add); code != http.StatusUnauthorized {
+			t.Errorf("POST /api/schedules bearing %q: %d, want 401", tok, code)
+		}
+	}
+	for _, tok := range []string{"", testJobsToken, testAdminToken} {
+		if code := call(without, "POST", "/api/schedules", tok, add); code != http.StatusNotFound {
+			t.Errorf("POST /api/schedules without ADMIN_TOKEN, bearing %q: %d, want 404", tok, code)
+		}
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("schedules after refused adds: %v", got)
+	}
+	if code := call(with, "POST", "/api/schedules", testAdminToken, add); code != http.StatusCreated {
+		t.Fatalf("POST /api/schedules with the admin token: %d, want 201", code)
+	}
+	if got := names(); !slices.Equal(got, []string{"web"}) {
+		t.Fatalf("schedules after the add: %v, want web", got)
+	}
+	for _, tok := range []string{"", testJobsToken} {
+		if code := call(with, "DELETE", "/api/schedules/web", tok, ""); code != http.StatusUnauthorized {
+			t.Errorf("DELETE bearing %q: %d, want 401", tok, code)
+		}
+	}
+	for _, tok := range []string{"", testAdminToken} {
+		if code := call(without, "DELETE", "/api/schedules/web", tok, ""); code != http.StatusNotFound {
+			t.Errorf("DELETE without ADMIN_TOKEN, bearing %q: %d, want 404", tok, code)
+		}
+	}
+	if got := names(); !slices.Equal(got, []string{"web"}) {
+		t.Fatalf("schedules after refused removes: %v, want web", got)
+	}
+	if code := call(with, "DELETE", "/api/schedules/web", testAdminToken, ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE with the admin token: %d, want 204", code)
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("schedules after the remove: %v, want none", got)
+	}
+}
