@@ -102,6 +102,9 @@
     for (const s of document.querySelectorAll('.rel[data-ts]')) {
       s.textContent = since(new Date(Number(s.dataset.ts)), s.dataset.bare === '1');
     }
+    for (const s of document.querySelectorAll('.until[data-ts]')) {
+      s.textContent = until(new Date(Number(s.dataset.ts)));
+    }
   }
 
   const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
@@ -412,13 +415,21 @@
         el('td', { class: s.key ? 'mono' : 'dim', text: s.key || '—' }),
         el('td', { text: s.catchUp || '—' }),
         el('td', { class: 'last-tick' + (last ? '' : ' dim'), title: last ? last.toLocaleString() : '' }, last ? rel(last) : 'not yet'),
-        el('td', { class: 'next-tick' + (next ? '' : ' dim'), title: next ? next.toLocaleString() : '', text: next ? clock(next) + ' · ' + until(next) : 'never' }));
+        el('td', { class: 'next-tick' + (next ? '' : ' dim'), title: next ? next.toLocaleString() : '' },
+          ...(next ? [clock(next) + ' · ', untilSpan(next)] : ['never'])));
     }));
   }
 
   function scheduleLate(s) {
     const last = parseTime(s.lastTick);
     return !!(last && s.periodMs > 0 && Date.now() - last.getTime() > 2 * s.periodMs);
+  }
+
+  // untilSpan is a span that keeps saying how long until d (tickTimes).
+  function untilSpan(d) {
+    const span = el('span', { class: 'until' }, until(d));
+    span.dataset.ts = String(d.getTime());
+    return span;
   }
 
   // until says how long until d: "in 42s", "in 3m 5s"; "due" once passed.
