@@ -40,7 +40,7 @@ func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
 
 // Snapshot reads everything the page shows: the queue (one transaction;
 // with partitions, one pipeline over them all), the registry (two round
-// trips), the history and the dead letters.
+// trips), the schedules (one pipeline), the history and the dead letters.
 func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	d := p.d
 	q, parts, err := p.queues(ctx)
@@ -52,6 +52,10 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 		return dashboard.Snapshot{}, err
 	}
 	entries, err := d.history.List(ctx, historyShown)
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	schedules, err := d.be.Queues.Schedules(ctx)
 	if err != nil {
 		return dashboard.Snapshot{}, err
 	}
@@ -68,6 +72,7 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 		Queue:      dashboard.Queue{Queue: q, RatePerSec: p.rate.observe(time.Now(), q.Committed), DeadLetters: deadLettersOf(dead)},
 		History:    historyOf(entries),
 		Partitions: partitionsOf(parts, records),
+		Schedules:  schedules,
 	}, nil
 }
 

@@ -93,6 +93,10 @@ func TestNoSecretInOutput(t *testing.T) {
 // "token" is only ever the fencing token, a number.
 func TestSnapshotHasNoSecretFields(t *testing.T) {
 	forbidden := []string{"url", "uri", "dsn", "addr", "password", "passwd", "secret", "credential", "value", "admin", "auth", "key"}
+	// A schedule's Key is the ordering key of its ticks' jobs (what
+	// Lockworker-Key names), never a credential; it still passes through
+	// redaction like every string.
+	allowed := map[string]bool{"Snapshot.Schedules.Key": true}
 	seen := map[reflect.Type]bool{}
 	var check func(reflect.Type, string)
 	check = func(typ reflect.Type, path string) {
@@ -107,6 +111,9 @@ func TestSnapshotHasNoSecretFields(t *testing.T) {
 			f := typ.Field(i)
 			name := strings.ToLower(f.Name + " " + f.Tag.Get("json"))
 			for _, bad := range forbidden {
+				if allowed[path+"."+f.Name] {
+					break
+				}
 				if strings.Contains(name, bad) {
 					t.Errorf("%s.%s (json %q) looks like it could hold a secret", path, f.Name, f.Tag.Get("json"))
 				}
