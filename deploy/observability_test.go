@@ -130,6 +130,9 @@ func exposed(t *testing.T) map[string]bool {
 		},
 		RedisOK:  func() bool { return true },
 		Eviction: func() map[string]string { return map[string]string{"node": "noeviction"} },
+		Schedules: func(context.Context) ([]figures.Schedule, error) {
+			return []figures.Schedule{{Name: "s", LastTick: time.Unix(60, 0), NextTick: time.Unix(120, 0), PeriodMs: 60_000}}, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

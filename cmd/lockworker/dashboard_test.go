@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/testkit/browsertest"
 	"github.com/lockworker/lockworker/internal/testkit/poll"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -347,5 +349,200 @@ func TestDashboardPartitions(t *testing.T) {
 	}
 	if errs := p.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestDashboardSchedules: a real replica leading two partitions, its page
+// in a real chromium, with two schedules added by `lockworker schedule
+// add` and a job delayed by an hour. The schedules table shows each one's
+// name, partition (as `schedule list` says), when it ticks, key,
+// catch-up and next tick, and the every-second one's last tick once it
+// ticked, without a reload; the delayed job counts on the queue card and
+// in its partition's row; the replica's /status gives the same last and
+// next ticks, and its /metrics the ticks, periods and delayed jobs. No payload reaches the page or /api/snapshot, with or
+// without the admin token.
+func TestDashboardSchedules(t *testing.T) {
+	browsertest.Exec(t)
+	r := redistest.Start(t, redistest.Options{})
+	env := append(partitionsEnv(r.URL(), 2, t.TempDir()), "ADMIN_TOKEN="+testAdminToken)
+	a := startWorker(t, "ds-a", env...)
+	shared(t, 2, 20*time.Second, a)
+	const secret = "payload-secret-7731"
+	cli(t, env, "schedule", "add", "beat", "--every", "1s", "--key", "s", secret)
+	cli(t, env, "schedule", "add", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Paris", "--catch-up", "skip", secret)
+	delayedKey := keyOf(1, 2)
+	cli(t, env, "enqueue", "--in", "1h", "--key", delayedKey, secret)
+	var list []figures.Schedule
+	if err := json.Unmarshal([]byte(cli(t, env, "schedule", "list", "--json")), &list); err != nil || len(list) != 2 {
+		t.Fatalf("schedule list --json: %+v, %v", list, err)
+	}
+
+	p := browsertest.Open(t, 1280, 1300)
+	p.Within(t, 15*time.Second, "first load",
+		chromedp.Navigate(a.url("/")),
+		browsertest.Visible(`#schedules-body tr[data-schedule="nightly"]`),
+		browsertest.Visible(`#schedules-body tr[data-schedule="beat"]`),
+	)
+	p.Eval(t, `window.lwNoReload = 'still here'; 'ok'`)
+	cells := func(name string) []string {
+		t.Helper()
+		got := p.Eval(t, `[...document.querySelectorAll('#schedules-body tr[data-schedule="`+name+`"] td')].map((td) => td.textContent).join('|')`)
+		return strings.Split(got, "|")
+	}
+	for _, s := range list {
+		c := cells(s.Name)
+		if len(c) != 7 || c[0] != s.Name || c[1] != fmt.Sprint(s.Partition) {
+			t.Errorf("%s's row: %q, want its name and partition %d", s.Name, c, s.Partition)
+			continue
+		}
+		want := map[string][]string{"beat": {"every 1s", "s", "once"}, "nightly": {"cron 0 2 * * * (Europe/Paris)", "—", "skip"}}[s.Name]
+		if !slices.Equal(c[2:5], want) {
+			t.Errorf("%s's row: when, key, catch-up %q, want %q", s.Name, c[2:5], want)
+		}
+		if !regexp.MustCompile(`^\d\d:\d\d:\d\d · (in \d|due$)`).MatchString(c[6]) {
+			t.Errorf("%s's next tick shows %q", s.Name, c[6])
+		}
+	}
+	if c := cells("nightly"); c[5] != "not yet" {
+		t.Errorf("nightly's last tick shows %q before its first tick", c[5])
+	}
+	p.Within(t, 15*time.Second, "beat's last tick on the page",
+		chromedp.Poll[chromedp.Void](`(() => {
+			const td = document.querySelector('#schedules-body tr[data-schedule="beat"] td.last-tick');
+			return !!td && / ago$/.test(td.textContent);
+		})()`, chromedp.WithPollingMutation()))
+	if got := p.Eval(t, `String(window.lwNoReload)`); got != "still here" {
+		t.Errorf("the page reloaded (marker %q)", got)
+	}
+	// The daemon's /status says the same: each schedule's last and next tick.
+	st, ok := a.status()
+	if !ok || len(st.Schedules) != 2 || st.Schedules[0].Name != "beat" || st.Schedules[0].LastTick.IsZero() ||
+		!st.Schedules[0].NextTick.After(st.Schedules[0].LastTick) || st.Schedules[0].PeriodMs != 1000 ||
+		st.Schedules[1].Name != "nightly" || !st.Schedules[1].LastTick.IsZero() || st.Schedules[1].NextTick.IsZero() {
+		t.Errorf("/status schedules: %+v (ok %v); want beat's last and next tick, nightly's next", st.Schedules, ok)
+	}
+	// And its /metrics: the schedules' ticks and period, the delayed job.
+	scraped := get(t, a.url("/metrics"))
+	for _, want := range []string{`lockworker_schedule_last_tick_timestamp_seconds{schedule="beat"} `,
+		`lockworker_schedule_next_tick_timestamp_seconds{schedule="nightly"} `, `lockworker_schedule_period_seconds{schedule="beat"} 1` + "\n",
+		`lockworker_schedule_period_seconds{schedule="nightly"} 86400` + "\n", "lockworker_jobs_delayed 1\n",
+		`lockworker_partition_jobs_delayed{partition="1"} 1` + "\n", `lockworker_partition_jobs_delayed{partition="0"} 0` + "\n"} {
+		if !strings.Contains(scraped, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if got := p.Eval(t, `document.getElementById('queue-delayed').textContent`); got != "1" {
+		t.Errorf("the queue card shows %q delayed, want 1", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#partitions-body tr[data-partition="1"] td.delayed').textContent`); got != "1" {
+		t.Errorf("partition 1 shows %q delayed, want 1", got)
+	}
+	if got := p.Eval(t, `document.querySelector('#partitions-body tr[data-partition="0"] td.delayed').textContent`); got != "0" {
+		t.Errorf("partition 0 shows %q delayed, want 0", got)
+	}
+	p.Screenshot(t, "schedules")
+	if strings.Contains(p.Eval(t, `document.documentElement.outerHTML`), secret) {
+		t.Error("a payload is on the page")
+	}
+	for _, auth := range []string{"", "Bearer " + testAdminToken} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url("/api/snapshot"), nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if !strings.Contains(string(body), `"name":"beat"`) || strings.Contains(string(body), secret) {
+			t.Errorf("/api/snapshot with Authorization %q: schedules without their payload wanted:\n%s", auth, body)
+		}
+	}
+	if errs := p.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// TestSchedulesOverHTTP: on a real replica with ADMIN_TOKEN, POST and
+// DELETE /api/schedules add and remove a schedule that `lockworker
+// schedule list` then shows or not, and answer 401 without the admin
+// token (none, a wrong one, the jobs token), changing nothing; on a
+// replica of the same fleet without ADMIN_TOKEN they do not exist (404,
+// the dashboard mounted at / included), whatever the request bears.
+func TestSchedulesOverHTTP(t *testing.T) {
+	r := redistest.Start(t, redistest.Options{})
+	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
+	with := startWorker(t, "sh-admin", append(env, "ADMIN_TOKEN="+testAdminToken)...)
+	without := startWorker(t, "sh-plain", env...)
+	for _, w := range []*worker{with, without} {
+		poll.Until(t, 10*time.Second, w.name+" answers", func() bool { _, ok := w.status(); return ok })
+	}
+	call := func(w *worker, method, path, token, body string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, w.url(path), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	names := func() []string {
+		t.Helper()
+		var list []figures.Schedule
+		if err := json.Unmarshal([]byte(cli(t, env, "schedule", "list", "--json")), &list); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range list {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	const add = `{"name":"web","every":"1m","key":"reports","payload":"p","catchUp":"skip"}`
+	for _, tok := range []string{"", "not-the-admin-token-at-all", testJobsToken} {
+		if code := call(with, "POST", "/api/schedules", tok, add); code != http.StatusUnauthorized {
+			t.Errorf("POST /api/schedules bearing %q: %d, want 401", tok, code)
+		}
+	}
+	for _, tok := range []string{"", testJobsToken, testAdminToken} {
+		if code := call(without, "POST", "/api/schedules", tok, add); code != http.StatusNotFound {
+			t.Errorf("POST /api/schedules without ADMIN_TOKEN, bearing %q: %d, want 404", tok, code)
+		}
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("schedules after refused adds: %v", got)
+	}
+	if code := call(with, "POST", "/api/schedules", testAdminToken, add); code != http.StatusCreated {
+		t.Fatalf("POST /api/schedules with the admin token: %d, want 201", code)
+	}
+	if got := names(); !slices.Equal(got, []string{"web"}) {
+		t.Fatalf("schedules after the add: %v, want web", got)
+	}
+	for _, tok := range []string{"", testJobsToken} {
+		if code := call(with, "DELETE", "/api/schedules/web", tok, ""); code != http.StatusUnauthorized {
+			t.Errorf("DELETE bearing %q: %d, want 401", tok, code)
+		}
+	}
+	for _, tok := range []string{"", testAdminToken} {
+		if code := call(without, "DELETE", "/api/schedules/web", tok, ""); code != http.StatusNotFound {
+			t.Errorf("DELETE without ADMIN_TOKEN, bearing %q: %d, want 404", tok, code)
+		}
+	}
+	if got := names(); !slices.Equal(got, []string{"web"}) {
+		t.Fatalf("schedules after refused removes: %v, want web", got)
+	}
+	if code := call(with, "DELETE", "/api/schedules/web", testAdminToken, ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE with the admin token: %d, want 204", code)
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("schedules after the remove: %v, want none", got)
 	}
 }

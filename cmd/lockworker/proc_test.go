@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockworker/lockworker/internal/config"
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/keyspace"
 	"github.com/lockworker/lockworker/internal/tail"
 	"github.com/lockworker/lockworker/internal/testkit/redistest"
@@ -146,6 +147,7 @@ type status struct {
 		Token     int64  `json:"token"`
 		Reason    string `json:"reason"`
 	} `json:"lanes"`
+	Schedules []figures.Schedule `json:"schedules"`
 }
 
 // namesLeader says w's /status names leader, with its token, as the

@@ -115,7 +115,7 @@ func (d *Daemon) assemble() error {
 	}
 	sayHandler(cfg, d.log)
 	src := metrics.Sources{Snapshot: d.metricsSnapshot, Queue: d.stats, RedisOK: d.redisOK,
-		Eviction: d.eviction.byNode}
+		Eviction: d.eviction.byNode, Schedules: d.schedules}
 	if _, one := d.lock(); !one {
 		src.Partitions = d.partitionStats
 	}

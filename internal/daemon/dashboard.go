@@ -41,8 +41,8 @@ func (p pageSource) Changes() <-chan struct{} { return p.d.changes }
 
 // Snapshot reads everything the page shows: the queue (one transaction;
 // with partitions, one pipeline over them all), the registry (two round
-// trips), the history, the dead letters and, when some are, the parked
-// keys.
+// trips), the schedules (one pipeline), the history, the dead letters
+// and, when some are, the parked keys.
 func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 	d := p.d
 	q, parts, err := p.queues(ctx)
@@ -54,6 +54,10 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 		return dashboard.Snapshot{}, err
 	}
 	entries, err := d.history.List(ctx, historyShown)
+	if err != nil {
+		return dashboard.Snapshot{}, err
+	}
+	schedules, err := d.be.Queues.Schedules(ctx)
 	if err != nil {
 		return dashboard.Snapshot{}, err
 	}
@@ -77,6 +81,7 @@ func (p pageSource) Snapshot(ctx context.Context) (dashboard.Snapshot, error) {
 			Parked: parkedOf(parked)},
 		History:    historyOf(entries),
 		Partitions: partitionsOf(parts, records),
+		Schedules:  schedules,
 	}, nil
 }
 

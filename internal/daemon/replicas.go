@@ -98,18 +98,12 @@ func shortOf(err error) *redislock.ReplicasError {
 	return nil
 }
 
-// said: err is an acquire refused for a master whose shortage has been
-// said at WARN; its retries are then routine, like a follower's (their
-// transitions at DEBUG).
-func (s *replicaShortage) said(err error) bool {
-	re := shortOf(err)
-	if re == nil {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.warned[re.Master]
-}
+// said: err is an acquire refused for a master short of replicas. Its
+// retries are routine (transitions at DEBUG) from the first: the lane
+// says "too few replicas" once at INFO as its reason, and the shortage
+// gets its one WARN once it has lasted shortageGrace, so the grace itself
+// logs no line per attempt.
+func (s *replicaShortage) said(err error) bool { return shortOf(err) != nil }
 
 // masters is the masters short of replicas for shortageGrace at least,
 // by address, each with its latest shortage; s.mu must be held.

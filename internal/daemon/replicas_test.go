@@ -60,10 +60,15 @@ func TestClusterWithoutReplicas(t *testing.T) {
 			t.Errorf("the WARN line does not say %q: %s", want, warn)
 		}
 	}
-	for line := range strings.SplitSeq(logs[strings.Index(logs, shortageWarn):], "\n") {
+	// Before the WARN (the 5s grace) and after it, no attempt logs above
+	// DEBUG: the lane says "too few replicas" once at INFO.
+	for line := range strings.SplitSeq(logs, "\n") {
 		if strings.Contains(line, "trigger=ACQUIRE_FAILED") && !strings.Contains(line, "level=DEBUG") {
-			t.Fatalf("a retry after the WARN logged above DEBUG: %s", line)
+			t.Fatalf("a failed acquire logged above DEBUG: %s\n%s", line, logs)
 		}
+	}
+	if n := strings.Count(logs, `level=INFO msg="Waiting to lead"`); n != 1 || !strings.Contains(logs, "why=few_replicas") {
+		t.Fatalf("the lane said why it waits %d times at INFO (want once, few_replicas)\n%s", n, logs)
 	}
 	if r.leads() != 0 {
 		t.Fatal("a replica leads on a Cluster without replicas")
@@ -147,8 +152,11 @@ func TestReplicaShortageGrace(t *testing.T) {
 		s.note(0, short)
 		now = now.Add(time.Second)
 	}
-	if s.err() != nil || s.said(short) || strings.Contains(logs.String(), "WARN") {
+	if s.err() != nil || strings.Contains(logs.String(), "WARN") {
 		t.Fatalf("said within the grace: %v\n%s", s.err(), logs)
+	}
+	if !s.said(short) {
+		t.Fatal("a shortage's retries within the grace are not routine: each would log at INFO")
 	}
 	for range 5 {
 		s.note(0, short)

@@ -62,10 +62,11 @@ func (d *Daemon) maxConns() int {
 	return n
 }
 
-// status is GET /status: this replica's view, and who holds the lock and
-// the fleet-wide queue figures when Redis answers in time. The two reads
-// run side by side, so a Redis that does not answer delays the answer by
-// statusQueueTimeout once, not twice. It lists every lane with its state
+// status is GET /status: this replica's view, and who holds the lock,
+// the fleet-wide queue figures and the schedules (each one's last and
+// next tick) when Redis answers in time. The reads run side by side, so
+// a Redis that does not answer delays the answer by statusQueueTimeout
+// once, not three times. It lists every lane with its state
 // and why it does not lead; with several partitions, also the partitions
 // this replica leads (the holder of each is `lockworker partitions`'s to
 // show).
@@ -94,6 +95,15 @@ func (d *Daemon) status(ctx context.Context) statusdoc.Status {
 	st.Replicas = d.replicaStatus()
 	holder := make(chan *statusdoc.Holder, 1)
 	go func() { holder <- d.holder(ctx) }()
+	type scheduleRead struct {
+		list []figures.Schedule
+		err  error
+	}
+	schedules := make(chan scheduleRead, 1)
+	go func() {
+		list, err := d.schedules(ctx)
+		schedules <- scheduleRead{list, err}
+	}()
 	q, err := d.stats(ctx)
 	st.Holder = <-holder
 	if err != nil {
@@ -101,7 +111,23 @@ func (d *Daemon) status(ctx context.Context) statusdoc.Status {
 	} else {
 		st.Queue = &statusdoc.Queue{Queue: q}
 	}
+	sr := <-schedules
+	st.Schedules = sr.list
+	if sr.err != nil {
+		st.SchedulesError = "unavailable"
+	}
+	if st.Schedules == nil {
+		st.Schedules = []figures.Schedule{}
+	}
 	return st
+}
+
+// schedules reads the fleet's schedules within statusQueueTimeout, for
+// /status and the metrics.
+func (d *Daemon) schedules(ctx context.Context) ([]figures.Schedule, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusQueueTimeout)
+	defer cancel()
+	return d.be.Queues.Schedules(ctx)
 }
 
 // ready is nil when this replica can take part in elections (/readyz),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/lockworker/lockworker/internal/jobs/figures"
 	"github.com/lockworker/lockworker/internal/roster"
 	"github.com/lockworker/lockworker/internal/testkit/browsertest"
 )
@@ -205,6 +206,7 @@ func TestBrowserNoAdminToken(t *testing.T) {
 	snap.Replicas = append(snap.Replicas, roster.Record{WorkerID: markup, Host: markup, State: markup, LastError: markup})
 	snap.Queue.DeadLetters[0].Error = markup
 	snap.History[1].PreviousEnded = EndReason(markup)
+	snap.Schedules = []figures.Schedule{{Name: "beat", Every: "1m0s", Key: markup, CatchUp: "once", PeriodMs: 60_000}}
 	src := newFakeSource(snap)
 	d, err := New(Config{Source: src, Actions: newFakeActions()})
 	if err != nil {
@@ -216,11 +218,14 @@ func TestBrowserNoAdminToken(t *testing.T) {
 		visible(`#fleet-body tr.is-leader[data-worker="lockworker-2"]`),
 		visible(`#chart g.state.current`),
 	)
-	if got := p.Eval(t, `String(document.querySelectorAll(':is(#fleet-body, #dead-body, #history, #recent) :is(img, b)').length)`); got != "0" {
+	if got := p.Eval(t, `String(document.querySelectorAll(':is(#fleet-body, #dead-body, #history, #recent, #schedules-body) :is(img, b)').length)`); got != "0" {
 		t.Errorf("data became markup: %s elements", got)
 	}
 	if got := p.Eval(t, `String(document.querySelector('#fleet-body tr:last-child .worker').textContent.startsWith('<img'))`); got != "true" {
 		t.Error("a worker ID that looks like markup is not shown as text")
+	}
+	if got := p.Eval(t, `document.querySelector('#schedules-body tr[data-schedule="beat"]').textContent`); !strings.Contains(got, "every 1m0s<img") {
+		t.Errorf("a schedule's key that looks like markup is not shown as text: %q", got)
 	}
 	if got := p.Eval(t, `String(window.lwXss)`); got != "undefined" {
 		t.Errorf("data ran as script: window.lwXss = %s", got)

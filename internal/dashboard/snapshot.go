@@ -46,6 +46,10 @@ type Snapshot struct {
 	// token as the replicas' records say and its queue's figures, in a
 	// fleet of more than one partition; none without partitions.
 	Partitions []figures.Partition `json:"partitions,omitempty"`
+	// Schedules lists the fleet's schedules, by name, with their last
+	// and next ticks. figures.Schedule has no payload, only its size: a
+	// payload may carry anything, and no view shows it.
+	Schedules []figures.Schedule `json:"schedules"`
 }
 
 // Self is the serving replica's own machine.
@@ -188,6 +192,9 @@ func (s Snapshot) normalized() Snapshot {
 	}
 	if s.Queue.Parked == nil {
 		s.Queue.Parked = []ParkedKey{}
+	}
+	if s.Schedules == nil {
+		s.Schedules = []figures.Schedule{}
 	}
 	return s
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lockworker/lockworker/internal/httpapi"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/jobs/figures"
+	"github.com/lockworker/lockworker/internal/schedule"
 	"github.com/lockworker/lockworker/internal/statusdoc"
 )
 
@@ -134,7 +135,8 @@ func TestNDJSONTimeAndIdempotencyFields(t *testing.T) {
 }
 
 // /api/schedules adds, lists and removes schedules, with the admin token
-// only.
+// only: without it (none, a wrong one, the jobs token) every call is 401
+// and changes nothing.
 func TestSchedulesAPI(t *testing.T) {
 	a := newJobsAPI(t)
 	r, err := jobs.NewRouter([]*jobs.Queue{a.q}, a.c, true)
@@ -142,7 +144,7 @@ func TestSchedulesAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := httpapi.New(httpapi.Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} },
-		AdminToken: adminToken, Schedules: r})
+		AdminToken: adminToken, Schedules: r, JobsToken: token, Enqueue: a.q.EnqueueItem, EnqueueMany: a.q.EnqueueItems})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +178,11 @@ func TestSchedulesAPI(t *testing.T) {
 		{"POST", "/api/schedules", adminToken, `{"name":"x","every":"1ms","payload":"p"}`, http.StatusBadRequest, "every"},
 		{"POST", "/api/schedules", adminToken, `{"name":"x","every":"1m","payload":"p","extra":1}`, http.StatusBadRequest, "extra"},
 		{"GET", "/api/schedules", adminToken, "", http.StatusOK, `"catchUp":"skip"`},
+		// Refused without the admin token (the jobs token is not it): the
+		// schedule stays, as the DELETE after them shows.
+		{"DELETE", "/api/schedules/nightly", "", "", http.StatusUnauthorized, "admin token"},
+		{"DELETE", "/api/schedules/nightly", token, "", http.StatusUnauthorized, "admin token"},
+		{"POST", "/api/schedules", token, `{"name":"other","every":"1m","payload":"p"}`, http.StatusUnauthorized, "admin token"},
 		{"DELETE", "/api/schedules/nightly", adminToken, "", http.StatusNoContent, ""},
 		{"DELETE", "/api/schedules/nightly", adminToken, "", http.StatusNotFound, "no schedule"},
 	} {
@@ -183,5 +190,49 @@ func TestSchedulesAPI(t *testing.T) {
 		if code != tc.code || !strings.Contains(body, tc.has) {
 			t.Errorf("%s %s: %d %s, want %d with %q", tc.method, tc.path, code, body, tc.code, tc.has)
 		}
+	}
+}
+
+// Without ADMIN_TOKEN, /api/schedules does not exist (404), whatever the
+// request bears, and nothing is stored.
+func TestSchedulesAPIOffWithoutAdminToken(t *testing.T) {
+	a := newJobsAPI(t)
+	r, err := jobs.NewRouter([]*jobs.Queue{a.q}, a.c, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Status: func(context.Context) statusdoc.Status { return statusdoc.Status{} },
+		Schedules: r, JobsToken: token, Enqueue: a.q.EnqueueItem, EnqueueMany: a.q.EnqueueItems})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	if err := r.AddSchedule(t.Context(), jobs.Schedule{Name: "kept", When: schedule.When{Every: time.Minute}, Payload: []byte("p")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range []string{"", token, adminToken} {
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/api/schedules", ""},
+			{"POST", "/api/schedules", `{"name":"added","every":"1m","payload":"p"}`},
+			{"DELETE", "/api/schedules/kept", ""},
+		} {
+			req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+			if auth != "" {
+				req.Header.Set("Authorization", "Bearer "+auth)
+			}
+			res, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s bearing %q without ADMIN_TOKEN: %d, want 404", c.method, c.path, auth, res.StatusCode)
+			}
+		}
+	}
+	list, err := r.Schedules(t.Context())
+	if err != nil || len(list) != 1 || list[0].Name != "kept" {
+		t.Fatalf("schedules after the refused calls: %+v, %v; want kept alone", list, err)
 	}
 }

@@ -160,17 +160,33 @@ func (q *Queue) scheduleRemoveKeys() []string { return []string{q.schedules, q.s
 // Schedules lists this queue's schedules, by name, with their last and
 // next ticks.
 func (q *Queue) Schedules(ctx context.Context) ([]figures.Schedule, error) {
-	var specs, last *redis.MapStringStringCmd
-	var next *redis.ZSliceCmd
+	var r scheduleReads
 	_, err := q.cfg.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		specs = p.HGetAll(ctx, q.schedules)
-		next = p.ZRangeWithScores(ctx, q.schedNext, 0, -1)
-		last = p.HGetAll(ctx, q.schedLast)
+		r = q.readSchedules(ctx, p)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: schedules: %w", err)
 	}
+	return q.schedulesOf(r)
+}
+
+// scheduleReads are the replies of readSchedules.
+type scheduleReads struct {
+	specs, last *redis.MapStringStringCmd
+	next        *redis.ZSliceCmd
+}
+
+// readSchedules queues on p the reads of this queue's schedules.
+func (q *Queue) readSchedules(ctx context.Context, p redis.Pipeliner) scheduleReads {
+	return scheduleReads{specs: p.HGetAll(ctx, q.schedules), next: p.ZRangeWithScores(ctx, q.schedNext, 0, -1),
+		last: p.HGetAll(ctx, q.schedLast)}
+}
+
+// schedulesOf is this queue's schedules from the replies of
+// readSchedules, by name.
+func (q *Queue) schedulesOf(r scheduleReads) ([]figures.Schedule, error) {
+	specs, next, last := r.specs, r.next, r.last
 	nexts := map[string]int64{}
 	for _, z := range next.Val() {
 		nexts[fmt.Sprint(z.Member)] = int64(z.Score)
@@ -202,7 +218,12 @@ func (q *Queue) figures(s Schedule, last string, next int64) figures.Schedule {
 		f.NextTick = time.UnixMilli(next).UTC()
 	}
 	if t, err := s.When.Parse(); err == nil {
-		f.PeriodMs = t.Period(cmp.Or(f.NextTick, q.cfg.Now()).Add(-time.Millisecond)).Milliseconds()
+		// The gap that follows the last tick: the one the schedule is in
+		// now (a weekday cron's Friday tick is followed by 72 h, not by
+		// the 24 h from Monday on). Before the first tick, the one that
+		// follows the next.
+		from := cmp.Or(f.LastTick, f.NextTick, q.cfg.Now())
+		f.PeriodMs = t.Period(from.Add(-time.Millisecond)).Milliseconds()
 	}
 	return f
 }
@@ -298,11 +319,23 @@ func (r *Router) RemoveSchedule(ctx context.Context, name string) error {
 	return nil
 }
 
-// Schedules lists every partition's schedules, by name.
+// Schedules lists every partition's schedules, by name: one pipeline
+// over them all (the dashboard, /status and every metrics scrape read
+// them).
 func (r *Router) Schedules(ctx context.Context) ([]figures.Schedule, error) {
+	reads := make([]scheduleReads, len(r.queues))
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range r.queues {
+			reads[i] = q.readSchedules(ctx, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs: schedules: %w", err)
+	}
 	var all []figures.Schedule
-	for _, q := range r.queues {
-		s, err := q.Schedules(ctx)
+	for i, q := range r.queues {
+		s, err := q.schedulesOf(reads[i])
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -291,5 +292,40 @@ func TestScheduleAddAndRemove(t *testing.T) {
 	}
 	if err := r.RemoveSchedule(ctx, "report"); !errors.Is(err, ErrNoSchedule) {
 		t.Fatalf("removing it twice: %v, want ErrNoSchedule", err)
+	}
+}
+
+// A cron schedule's period is the gap that follows its last tick: a
+// weekday schedule that ticked on Friday has 72 h before Monday's tick,
+// not the 24 h of the week's other gaps, so a Sunday without ticks is no
+// late schedule (the LockworkerScheduleLate alert: last tick older than
+// twice the period). Before the first tick, the gap after the next.
+func TestSchedulePeriodFollowsLastTick(t *testing.T) {
+	e := newEnv(t)
+	q, _ := scheduledQueue(t, e)
+	weekdays := Schedule{Name: "w", When: schedule.When{Cron: "0 9 * * 1-5"}, Payload: []byte("p")}
+	friday := time.Date(2026, 3, 6, 9, 0, 0, 0, time.UTC) // a Friday
+	monday := friday.Add(72 * time.Hour)
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	for _, tc := range []struct {
+		name       string
+		last, next time.Time
+		want       time.Duration
+	}{
+		{"after Friday's tick", friday, monday, 72 * time.Hour},
+		{"after Thursday's tick", friday.Add(-24 * time.Hour), friday, 24 * time.Hour},
+		{"before the first tick, Friday next", time.Time{}, friday, 72 * time.Hour},
+	} {
+		last := ""
+		if !tc.last.IsZero() {
+			last = ms(tc.last)
+		}
+		f := q.figures(weekdays, last, tc.next.UnixMilli())
+		if got := time.Duration(f.PeriodMs) * time.Millisecond; got != tc.want {
+			t.Errorf("%s: period %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if f := q.figures(minutely("m", "", schedule.CatchUpOnce), ms(friday), friday.Add(time.Minute).UnixMilli()); f.PeriodMs != time.Minute.Milliseconds() {
+		t.Errorf("every minute: period %dms", f.PeriodMs)
 	}
 }

@@ -36,8 +36,9 @@ type Config struct {
 	// not (the partition count is not checked yet, Redis evicts keys).
 	// See GuardsChanged. Default: always nil.
 	MayLead func() error
-	// Said, optional, reports an acquire error said once already elsewhere
-	// (a master short of replicas, at WARN): its retries are routine.
+	// Said, optional, reports an acquire error said elsewhere (a master
+	// short of replicas: the lane's reason once, a WARN after a grace):
+	// its retries are routine.
 	Said func(err error) bool
 	// Acquired, optional, is told the result of every acquire sent to
 	// Redis (not those a guard refused), on the lane's goroutine.

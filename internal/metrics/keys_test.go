@@ -2,22 +2,11 @@ package metrics
 
 import (
 	"context"
-	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/lockworker/lockworker/internal/jobs/figures"
 )
-
-// scrape serves m's /metrics once and returns the body.
-func scrape(t *testing.T, m *Metrics) string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body, _ := io.ReadAll(rec.Body)
-	return string(body)
-}
 
 // TestScrapeKeys: the keys in flight, the parked keys and the oldest
 // parked age, fleet-wide and per partition, the retries, and this

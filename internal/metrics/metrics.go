@@ -62,6 +62,9 @@ type Sources struct {
 	// Eviction is optional: each Redis master's last read
 	// maxmemory-policy, by node (lockworker_redis_eviction_unsafe).
 	Eviction func() map[string]string
+	// Schedules is optional: the fleet's schedules, read at scrape time
+	// (lockworker_schedule_*; schedules.go).
+	Schedules func(ctx context.Context) ([]figures.Schedule, error)
 }
 
 // Metrics records the daemon's events.
@@ -165,6 +168,9 @@ func (m *Metrics) Watch(src Sources) error {
 	if src.Eviction != nil {
 		m.reg.MustRegister(&evictionCollector{read: src.Eviction})
 	}
+	if src.Schedules != nil {
+		m.reg.MustRegister(&scheduleCollector{read: src.Schedules})
+	}
 	return nil
 }
 
@@ -254,15 +260,16 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- partPausedDesc
 	}
 	describeKeys(ch, c.parts != nil) // keys.go
+	describeDelayed(ch, c.parts != nil)
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var q figures.Queue
+	var parts []figures.Queue
 	var err error
 	if c.parts != nil {
-		var parts []figures.Queue
 		if parts, err = c.parts(ctx); err == nil {
 			q = figures.Sum(parts)
 			collectPartitions(ch, parts)
@@ -281,6 +288,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, boolFloat(q.Paused))
 	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, float64(q.OldestPendingMs)/1000)
 	collectKeys(ch, q) // keys.go
+	collectDelayed(ch, q, parts)
 }
 
 // collectPartitions sends each partition's queue figures.

@@ -18,6 +18,11 @@ type Status struct {
 	// the holder's worker ID and token): on a follower, who leads.
 	Holder *Holder `json:"holder,omitempty"`
 	Queue  *Queue  `json:"queue,omitempty"`
+	// Schedules are the fleet's schedules, by name, each with its last
+	// and next tick ([] for none); SchedulesError is "unavailable" when
+	// they could not be read in time.
+	Schedules      []figures.Schedule `json:"schedules"`
+	SchedulesError string             `json:"schedulesError,omitempty"`
 	// Partitions is the fleet's partition count (PARTITIONS).
 	Partitions int `json:"partitions"`
 	// Leads lists the partitions this replica leads, with their tokens,

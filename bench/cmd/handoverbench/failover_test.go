@@ -58,8 +58,10 @@ func TestWatchPromotionRefills(t *testing.T) {
 				}
 			}
 			// The leader starts only once the watcher has read the
-			// committed counter (its first Stats, a MULTI/EXEC), as the
-			// new master's leader starts after the promotion.
+			// committed counter (its first Stats, one stats.lua call:
+			// EVALSHA, or EVAL when the server lacked the script), as
+			// the new master's leader starts after the promotion. The
+			// test's own client shows cmd=client|list while it asks.
 			watched := make(chan failoverSample, 1)
 			go func() { watched <- watchPromotion(ctx, r.Addr(), lockKey, time.Now()) }()
 			poll.Until(t, 10*time.Second, "the watcher's first Stats", func() bool {
@@ -67,7 +69,7 @@ func TestWatchPromotionRefills(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return strings.Contains(list, " cmd=exec ")
+				return strings.Contains(list, " cmd=evalsha ") || strings.Contains(list, " cmd=eval ")
 			})
 			w, err := jobs.NewWorker(jobs.WorkerConfig{Queue: q, Handler: jobs.HandlerFunc(noop), Batch: 1, PollInterval: 5 * time.Millisecond})
 			if err != nil {

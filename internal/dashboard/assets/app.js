@@ -102,6 +102,9 @@
     for (const s of document.querySelectorAll('.rel[data-ts]')) {
       s.textContent = since(new Date(Number(s.dataset.ts)), s.dataset.bare === '1');
     }
+    for (const s of document.querySelectorAll('.until[data-ts]')) {
+      s.textContent = until(new Date(Number(s.dataset.ts)));
+    }
   }
 
   const fmtInt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
@@ -308,6 +311,7 @@
     $('queue-pending').textContent = fmtInt(queue.pending);
     $('queue-committed').textContent = fmtInt(queue.committed);
     $('queue-rate').textContent = (Number(queue.ratePerSec) || 0).toFixed(1) + ' jobs/s';
+    $('queue-delayed').textContent = fmtInt(queue.delayed || 0);
     $('queue-paused').hidden = !queue.paused;
     $('dead-count').textContent = fmtInt(queue.deadLettered);
     $('replica-count').textContent = String(replicas.length);
@@ -320,6 +324,7 @@
     renderFleet(replicas, self.workerId, parts.length > 0);
     renderPartitions(parts);
     renderParked(queue);
+    renderSchedules(snap.schedules || []);
     renderDead(queue);
     renderHistory(snap.history || [], leader);
     renderActions(leader, queue);
@@ -386,8 +391,54 @@
     el('td', { class: 'num mono' + (p.owner ? ' token-cell' : ' dim'), text: p.owner ? '#' + p.token : '—' }),
     el('td', { class: 'num', text: fmtInt(p.pending) }),
     el('td', { class: p.pending ? 'oldest' : 'dim', text: p.pending ? fmtMs(p.oldestPendingMs) : '—' }),
+    el('td', { class: 'num delayed' + (p.delayed ? '' : ' dim'), text: fmtInt(p.delayed || 0) }),
     el('td', { class: 'num', text: fmtInt(p.committed) }),
     el('td', {}, p.paused ? el('span', { class: 'badge badge-paused', text: 'paused' }) : el('span', { class: 'dim', text: 'running' })))));
+  }
+
+  // renderSchedules lists the schedules: when each ticks, its last and
+  // next tick. A last tick older than twice the schedule's period (the
+  // LockworkerScheduleLate alert's rule) marks its row late. The payload
+  // is not in the snapshot: no reader sees it here.
+  function renderSchedules(list) {
+    const late = list.filter(scheduleLate).length;
+    $('schedules-meta').textContent = list.length + (list.length === 1 ? ' schedule' : ' schedules') + (late ? ' · ' + late + ' late' : '');
+    if (!list.length) {
+      swap($('schedules-body'), el('tr', {}, el('td', { colspan: 7, class: 'dim', text: 'No schedules (lockworker schedule add).' })));
+      return;
+    }
+    swap($('schedules-body'), ...list.map((s) => {
+      const last = parseTime(s.lastTick);
+      const next = parseTime(s.nextTick);
+      return el('tr', { class: scheduleLate(s) ? 'is-late' : '', 'data-schedule': s.name, 'data-partition': s.partition },
+        el('td', { class: 'mono', text: s.name }),
+        el('td', { class: 'num mono', text: String(s.partition) }),
+        el('td', { class: 'mono when', text: s.every ? 'every ' + s.every : 'cron ' + s.cron + (s.tz ? ' (' + s.tz + ')' : ' (UTC)') }),
+        el('td', { class: s.key ? 'mono' : 'dim', text: s.key || '—' }),
+        el('td', { text: s.catchUp || '—' }),
+        el('td', { class: 'last-tick' + (last ? '' : ' dim'), title: last ? last.toLocaleString() : '' }, last ? rel(last) : 'not yet'),
+        el('td', { class: 'next-tick' + (next ? '' : ' dim'), title: next ? next.toLocaleString() : '' },
+          ...(next ? [clock(next) + ' · ', untilSpan(next)] : ['never'])));
+    }));
+  }
+
+  function scheduleLate(s) {
+    const last = parseTime(s.lastTick);
+    return !!(last && s.periodMs > 0 && Date.now() - last.getTime() > 2 * s.periodMs);
+  }
+
+  // untilSpan is a span that keeps saying how long until d (tickTimes).
+  function untilSpan(d) {
+    const span = el('span', { class: 'until' }, until(d));
+    span.dataset.ts = String(d.getTime());
+    return span;
+  }
+
+  // until says how long until d: "in 42s", "in 3m 5s"; "due" once passed.
+  function until(d) {
+    const ms = d.getTime() - Date.now();
+    if (ms <= 0) return 'due';
+    return 'in ' + (ms < 60000 ? Math.ceil(ms / 1000) + 's' : fmtMs(ms));
   }
 
   function renderDead(queue) {

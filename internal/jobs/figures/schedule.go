@@ -25,8 +25,11 @@ type Schedule struct {
 	LastTick time.Time `json:"lastTick,omitzero"`
 	// NextTick is when it ticks next; zero when it never ticks again.
 	NextTick time.Time `json:"nextTick,omitzero"`
-	// PeriodMs is the time between its next tick and the one after, in
-	// milliseconds (a cron schedule's varies): a last tick older than
-	// twice this, with the partition led, is a schedule that stopped.
+	// PeriodMs is the gap between consecutive ticks, in milliseconds: an
+	// every schedule's period; for a cron schedule (whose gaps vary) the
+	// gap from its last tick to the tick that follows it, or before the
+	// first tick, from its next tick to the one after. A last tick older
+	// than twice this, with the partition led, is a schedule that
+	// stopped (the LockworkerScheduleLate alert).
 	PeriodMs int64 `json:"periodMs"`
 }
