@@ -72,6 +72,9 @@ func TestDashboardParkedKeys(t *testing.T) {
 	if code, answer := w.postJSON(t, "/api/keys/retry", `{"key":"acct-9"}`); code != http.StatusNotFound || !strings.Contains(answer, `key \"acct-9\" is not parked`) {
 		t.Errorf("retry of a key not parked: %d %s, want 404 naming it", code, answer)
 	}
+	if code, answer := w.postJSON(t, "/api/keys/skip", `{"key":"acct\t9"}`); code != http.StatusBadRequest || !strings.Contains(answer, "key") {
+		t.Errorf("skip of a key with a tab: %d %s, want 400 with the reason", code, answer)
+	}
 	if code, answer := w.postJSON(t, "/api/keys/skip", `{}`); code != http.StatusBadRequest || !strings.Contains(answer, "say which parked key") {
 		t.Errorf("skip naming no key: %d %s, want 400 saying so", code, answer)
 	}

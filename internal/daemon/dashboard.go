@@ -218,13 +218,31 @@ func (a pageActions) Resume(ctx context.Context) error {
 }
 
 func (a pageActions) RetryKey(ctx context.Context, key, jobID string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
 	id, err := a.op.Retry(ctx, jobs.Ref{Key: key, JobID: jobID})
 	return id, notParked(err)
 }
 
 func (a pageActions) SkipKey(ctx context.Context, key, jobID, by, reason string) (string, error) {
+	if err := checkKey(key); err != nil {
+		return "", err
+	}
 	id, err := a.op.Skip(ctx, jobs.Ref{Key: key, JobID: jobID}, by, reason)
 	return id, notParked(err)
+}
+
+// checkKey refuses a key no job can have (jobs.CheckKey), as a bad
+// request: "" names no key (the job ID does).
+func checkKey(key string) error {
+	if key == "" {
+		return nil
+	}
+	if err := jobs.CheckKey(key); err != nil {
+		return fmt.Errorf("%w: %w", dashboard.ErrInvalid, err)
+	}
+	return nil
 }
 
 // notParked is err with dashboard.ErrNotFound added when it says the key

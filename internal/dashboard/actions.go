@@ -50,6 +50,7 @@ var (
 	ErrNotFound = errors.New("dashboard: not found")                 // 404
 	ErrNoLeader = errors.New("dashboard: no leader")                 // 409
 	ErrEnded    = errors.New("dashboard: that leadership has ended") // 409
+	ErrInvalid  = errors.New("dashboard: invalid request")            // 400, e.g. a key no job can have
 )
 
 // actionTimeout bounds one action.
@@ -179,6 +180,8 @@ func (d *Dashboard) actionError(w http.ResponseWriter, name string, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrEnded):
 		code = http.StatusConflict
+	case errors.Is(err, ErrInvalid):
+		code = http.StatusBadRequest
 	}
 	writeJSON(w, code, map[string]string{"error": d.red.text(fmt.Sprintf("%s failed: %v", name, err))})
 }

@@ -61,6 +61,12 @@ func TestKeyActions(t *testing.T) {
 	}
 
 	acts.mu.Lock()
+	acts.err = fmt.Errorf("%w: jobs: invalid input: key: a control character", ErrInvalid)
+	acts.mu.Unlock()
+	if w := post("/api/keys/skip", `{"key":"a\tb"}`, false); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "control character") {
+		t.Errorf("skip of a key no job can have: %d %s, want 400 with the reason", w.Code, w.Body)
+	}
+	acts.mu.Lock()
 	acts.err = fmt.Errorf("jobs: skip key %q: %w", "acct-9", ErrNotFound)
 	acts.mu.Unlock()
 	for _, path := range []string{"/api/keys/retry", "/api/keys/skip"} {
