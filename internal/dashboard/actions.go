@@ -50,7 +50,7 @@ var (
 	ErrNotFound = errors.New("dashboard: not found")                 // 404
 	ErrNoLeader = errors.New("dashboard: no leader")                 // 409
 	ErrEnded    = errors.New("dashboard: that leadership has ended") // 409
-	ErrInvalid  = errors.New("dashboard: invalid request")            // 400, e.g. a key no job can have
+	ErrInvalid  = errors.New("dashboard: invalid request")           // 400, e.g. a key no job can have
 )
 
 // actionTimeout bounds one action.
