@@ -37,6 +37,9 @@
 //     nobody listed in Config.Secrets, or that is shorter than
 //     redact.MinLiteral (searching for a short one would point at it);
 //   - who pressed a button: the admin token is shared, so actions are
-//     logged with the client's address only. Serve it over TLS (or behind
+//     logged with the client's address only, and a skip of a parked key
+//     is recorded as by "dashboard (address)" when the request says it
+//     comes from the page (X-Lockworker-Client), "api (address)" else:
+//     a label for people, not an authentication. Serve it over TLS (or behind
 //     a proxy that terminates TLS) wherever the token crosses a network.
 package dashboard
