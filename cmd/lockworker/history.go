@@ -8,6 +8,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lockworker/lockworker/internal/history"
 )
 
 // historyReport is one line of `lockworker history --json`: a
@@ -57,7 +59,8 @@ letters, who skipped it and why.
 ` + redisSettings
 
 // runHistory lists leaderships, newest first, with how each one's
-// predecessor ended, straight from Redis.
+// predecessor ended, and the skips of parked keys among them, straight
+// from Redis.
 func runHistory(ctx context.Context, getenv func(string) string, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("history", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -81,11 +84,25 @@ func runHistory(ctx context.Context, getenv func(string) string, args []string, 
 	if err != nil {
 		return failed("history", "read the skips", err)
 	}
+	out := historyRows(entries, skips, *limit)
+	if *asJSON {
+		return printJSON(stdout, out)
+	}
+	if len(out) == 0 {
+		_, err := fmt.Fprintln(stdout, "no leadership recorded yet")
+		return err
+	}
+	return printHistory(stdout, out)
+}
+
+// historyRows are the leaderships and the skips, newest first, at most
+// limit of them (0: all).
+func historyRows(entries []history.Entry, skips []history.Skip, limit int64) []historyReport {
 	out := make([]historyReport, 0, len(entries)+len(skips))
 	for _, e := range entries {
-		r := historyReport{Event: "leadership", Partition: e.Partition, Token: e.Token, WorkerID: e.WorkerID, Started: e.Started, PreviousEnded: string(e.PreviousEnded),
-			PreviousToken: e.PreviousToken, PreviousWorkerID: e.PreviousWorkerID}
-		if e.PreviousEnded != "" && e.PreviousEnded != "lease_expired" {
+		r := historyReport{Event: "leadership", Partition: e.Partition, Token: e.Token, WorkerID: e.WorkerID, Started: e.Started,
+			PreviousEnded: string(e.PreviousEnded), PreviousToken: e.PreviousToken, PreviousWorkerID: e.PreviousWorkerID}
+		if e.PreviousEnded != "" && e.PreviousEnded != history.LeaseExpired {
 			ms := e.Handover.Milliseconds()
 			r.HandoverMs = &ms
 		}
@@ -96,17 +113,16 @@ func runHistory(ctx context.Context, getenv func(string) string, args []string, 
 			By: s.By, Reason: s.Reason})
 	}
 	slices.SortStableFunc(out, func(a, b historyReport) int { return b.when().Compare(a.when()) })
-	if *limit > 0 && int64(len(out)) > *limit {
-		out = out[:*limit]
+	if limit > 0 && int64(len(out)) > limit {
+		out = out[:limit]
 	}
-	if *asJSON {
-		return printJSON(stdout, out)
-	}
-	if len(out) == 0 {
-		_, err := fmt.Fprintln(stdout, "no leadership recorded yet")
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	return out
+}
+
+// printHistory is the text form: a row per leadership, a SKIPPED row per
+// skip.
+func printHistory(w io.Writer, out []historyReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOKEN\tWORKER\tSTARTED\tPREVIOUS ENDED\tHANDOVER")
 	for _, r := range out {
 		if r.Event == "skipped" {
