@@ -143,6 +143,24 @@ func checkRun(t *testing.T, cfg chaos.Config) {
 	if sum.Faults < cfg.Faults {
 		t.Errorf("seed %d: %d faults injected, want %d", cfg.Seed, sum.Faults, cfg.Faults)
 	}
+	// The checker's rules hold vacuously unless the run did what they
+	// judge.
+	for _, c := range []struct {
+		what string
+		n    int
+	}{
+		{"runs in flight at once (JOB_CONCURRENCY)", sum.MaxInFlight - 1},
+		{"parks", sum.Parks},
+		{"parks resolved", sum.Retried + sum.Skipped},
+		{"runs failed on purpose", sum.Failed},
+		{"delayed jobs", sum.Delayed},
+		{"idempotent enqueues", sum.Idempotent},
+		{"ticks", sum.Ticks},
+	} {
+		if c.n <= 0 {
+			t.Errorf("seed %d: no %s: the run did not exercise what the checker judges", cfg.Seed, c.what)
+		}
+	}
 }
 
 // TestCheckerCatchesUnfencedStaleWrites shows the checker is not vacuous:
