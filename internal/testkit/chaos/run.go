@@ -420,7 +420,7 @@ func (e *enqueuer) stop() ([]fencecheck.Job, error) {
 // is enqueued twice with one idempotency key, one in eleven fails its
 // first two runs, one in 61 is poisoned (it fails until the suite cures
 // it, so its key parks). With one partition, one job in five has no key.
-func delayedSeq(seq int) bool   { return seq%10 == 3 }
+func delayedSeq(seq int) bool    { return seq%10 == 3 }
 func idempotentSeq(seq int) bool { return seq%7 == 1 }
 func transientSeq(seq int) bool  { return seq%11 == 5 }
 func poisonSeq(seq int) bool     { return seq%61 == 30 }
