@@ -45,6 +45,11 @@ type Config struct {
 	// MaxAttempts is the replicas' JOB_MAX_ATTEMPTS: how soon a poisoned
 	// job parks its key. Default 5.
 	MaxAttempts int
+	// ScheduleFor, when set, makes the run a schedule run: no job is
+	// enqueued, the schedule alone (every second) runs for this long
+	// while faults of Kinds (default ScheduleKinds) are dealt one after
+	// another; Faults is then ignored.
+	ScheduleFor time.Duration
 	// Logf, if set, is told of each fault.
 	Logf func(format string, args ...any)
 }
@@ -97,6 +102,14 @@ type Summary struct {
 	// long after its time a tick's first run began (p50, p99).
 	Ticks, TicksMissed int
 	TickLate           [2]time.Duration
+	// Of the missed ticks, TicksUnowned were due while no leadership of
+	// the schedule's partition was at work (between a leader's first run
+	// and its last accepted write) or while the Redis node was down;
+	// TicksLost were due while one was (none should be). CaughtUp counts
+	// the ticks that began a period or more after their time: due while
+	// no replica could enqueue them, caught up (at most the latest of
+	// them, schedule.CatchUpOnce).
+	TicksUnowned, TicksLost, CaughtUp int
 	// WorstGap is the longest time between two accepted writes while
 	// faults were being injected: the worst leaderless (or idle) stretch.
 	WorstGap time.Duration
@@ -185,6 +198,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	sum.Transient, sum.Poisoned = enq.transient, enq.poisoned
 	sum.summarize(coord.Store().History(), jobs, phase, phaseEnd)
 	sum.summarizeRuns(coord.Store().History(), coord.Store().Events(), jobs)
+	sum.summarizeTicks(coord.Store().Events(), in.outages)
 	sum.Wall = time.Since(start)
 	return sum, nil
 }
@@ -195,6 +209,12 @@ func (cfg *Config) defaults() {
 	}
 	if len(cfg.Kinds) == 0 {
 		cfg.Kinds = Kinds
+		if cfg.ScheduleFor > 0 {
+			cfg.Kinds = ScheduleKinds
+		}
+	}
+	if cfg.ScheduleFor > 0 {
+		cfg.Backlog = -1 // nothing but the schedule's ticks
 	}
 	if cfg.Backlog == 0 {
 		cfg.Backlog = 16
@@ -221,7 +241,14 @@ func (cfg *Config) defaults() {
 // leader's accepted write.
 func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum *Summary) error {
 	var deck []Kind
-	for i := range cfg.Faults {
+	start := time.Now()
+	more := func(i int) bool {
+		if cfg.ScheduleFor > 0 {
+			return time.Since(start) < cfg.ScheduleFor
+		}
+		return i < cfg.Faults
+	}
+	for i := 0; more(i); i++ {
 		if err := enq.failed(); err != nil {
 			return err
 		}
@@ -352,6 +379,77 @@ func (s *Summary) summarizeRuns(h []fencecheck.Record, events []fencecheck.Event
 			first, last = min(first, at), max(last, at)
 		}
 		s.TicksMissed = int((last-first)/1000) + 1 - len(ticks)
+	}
+}
+
+// summarizeTicks sorts the schedule's missed ticks (every second,
+// between the first and the last that took effect) into those due while
+// no leadership of its partition was at work or a Redis node was down
+// (outages, from a period before the kill to the restart), and those due
+// while one was: a leadership is at work from
+// its first run's begin to its last accepted write, so a tick due at t
+// is owed by a leadership at work over [t, t+1s].
+func (s *Summary) summarizeTicks(events []fencecheck.Event, outages [][2]time.Time) {
+	const period = time.Second
+	part, ok := -1, false
+	ran := map[int64]bool{}
+	for _, e := range events {
+		if e.Schedule != "" && e.Kind == fencecheck.Wrote && e.Accepted {
+			part, ok = e.Partition, true
+			ran[e.ScheduledAt.UnixMilli()] = true
+		}
+	}
+	if !ok {
+		return
+	}
+	type span struct{ from, to time.Time }
+	spans := map[int64]*span{} // by token
+	for _, e := range events {
+		if e.Partition != part || e.Run == "" {
+			continue
+		}
+		sp := spans[e.Token]
+		switch {
+		case e.Kind == fencecheck.Began && sp == nil:
+			spans[e.Token] = &span{from: e.At, to: e.At}
+		case e.Kind == fencecheck.Wrote && e.Accepted && sp != nil:
+			sp.to = e.At
+		}
+	}
+	owned := func(t time.Time) bool {
+		for _, o := range outages {
+			if !t.Before(o[0].Add(-period)) && !t.After(o[1]) {
+				return false
+			}
+		}
+		for _, sp := range spans {
+			if !sp.from.After(t) && !sp.to.Before(t.Add(period)) {
+				return true
+			}
+		}
+		return false
+	}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for at := range ran {
+		first, last = min(first, at), max(last, at)
+	}
+	for at := first; at <= last; at += period.Milliseconds() {
+		switch {
+		case ran[at]:
+		case owned(time.UnixMilli(at)):
+			s.TicksLost++
+		default:
+			s.TicksUnowned++
+		}
+	}
+	began := map[int64]bool{}
+	for _, e := range events {
+		if at := e.ScheduledAt.UnixMilli(); e.Schedule != "" && e.Kind == fencecheck.Began && !began[at] {
+			began[at] = true
+			if e.At.Sub(e.ScheduledAt) >= period {
+				s.CaughtUp++
+			}
+		}
 	}
 }
 
@@ -712,12 +810,13 @@ func (s Summary) Table() string {
 		s.DelayedLate[0].Round(time.Millisecond), s.DelayedLate[1].Round(time.Millisecond))
 	fmt.Fprintf(w, "schedule ticks (every 1s)\t%d (%d missed; due to start: p50 %s, p99 %s)\n", s.Ticks, s.TicksMissed,
 		s.TickLate[0].Round(time.Millisecond), s.TickLate[1].Round(time.Millisecond))
+	fmt.Fprintf(w, "missed ticks\t%d due while unowned, %d lost while owned; %d caught up\n", s.TicksUnowned, s.TicksLost, s.CaughtUp)
 	fmt.Fprintf(w, "violations\t%d\n", len(s.Violations))
 	fmt.Fprintf(w, "worst leaderless gap\t%s\n", s.WorstGap.Round(time.Millisecond))
 	fmt.Fprintf(w, "worst recovery after a heal\t%s\n", s.WorstRecovery.Round(time.Millisecond))
 	fmt.Fprintf(w, "wall time\t%s\n", s.Wall.Round(time.Second))
 	fmt.Fprintf(w, "\nfault\tcount\ton leader\trecovery mean\trecovery worst\n")
-	for _, k := range Kinds {
+	for _, k := range append(slices.Clone(Kinds), Term) {
 		ks := s.ByKind[k]
 		if ks == nil {
 			continue
