@@ -276,8 +276,12 @@ func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum
 		if in.c.cfg.Partitions > 1 {
 			of = fmt.Sprintf("partition %d, ", f.part)
 		}
-		cfg.Logf("fault %d/%d: %s on %s (leader=%v, %stoken %d); a leader worked %s after the heal",
-			i+1, cfg.Faults, k, f.target, f.leader, of, f.token, back.Round(time.Millisecond))
+		n := strconv.Itoa(i+1) + "/" + strconv.Itoa(cfg.Faults)
+		if cfg.ScheduleFor > 0 {
+			n = strconv.Itoa(i+1) + " at " + time.Since(start).Round(time.Second).String()
+		}
+		cfg.Logf("fault %s: %s on %s (leader=%v, %stoken %d); a leader worked %s after the heal",
+			n, k, f.target, f.leader, of, f.token, back.Round(time.Millisecond))
 	}
 	return nil
 }
