@@ -105,11 +105,13 @@ chaos: redis-server
 ## replicas and one Redis (appendfsync always) for DURATION (default 10m)
 ## under kill -9, SIGTERM, SIGSTOP past the lease and Redis restarts;
 ## prints a table and fails on a tick run twice or lost while owned.
+## FAULT_EVERY=5s spaces the faults (default: one right after another).
 DURATION ?= 10m
+FAULT_EVERY ?= 0
 chaos-schedule: redis-server
 	@seed=$${SEED:-$$(date +%s)}; echo "chaos-schedule: seed $$seed, $(DURATION)"; \
 	$(GO) test -count=1 -timeout 90m -v -run '^TestChaosSchedule$$' ./internal/testkit/chaos \
-		-args -chaos.seed=$$seed -chaos.schedule-run=$(DURATION)
+		-args -chaos.seed=$$seed -chaos.schedule-run=$(DURATION) -chaos.fault-every=$(FAULT_EVERY)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -22,6 +22,7 @@ var (
 	batch  = flag.Int("chaos.batch", 0, "the replicas' JOB_BATCH; default the daemon's")
 	parts  = flag.Int("chaos.partitions", 1, "the replicas' PARTITIONS (jobs then carry ordering keys)")
 	sched  = flag.Duration("chaos.schedule-run", 0, "run TestChaosSchedule: a schedule every second for this long under kill -9, SIGTERM, SIGSTOP and Redis restarts")
+	every  = flag.Duration("chaos.fault-every", 0, "space the faults of TestChaosSchedule: at most one per this long (0: one after another)")
 )
 
 // binary and writer are the lockworker and chaoswriter built once for the
@@ -133,13 +134,13 @@ func TestChaosSchedule(t *testing.T) {
 	if *sched == 0 {
 		t.Skip("run with -chaos.schedule-run=10m (make chaos-schedule)")
 	}
-	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, ScheduleFor: *sched, Logf: t.Logf}
+	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, ScheduleFor: *sched, FaultEvery: *every, Logf: t.Logf}
 	cfg.Cluster.Nodes, cfg.Cluster.Partitions = 1, *parts
 	cfg.Cluster.TTL, cfg.Cluster.Renew, cfg.Cluster.Retry = 2*time.Second, 600*time.Millisecond, 400*time.Millisecond
 	if cfg.Seed == 0 {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (rerun: -chaos.schedule-run=%s -chaos.seed=%d)", cfg.Seed, *sched, cfg.Seed)
+	t.Logf("seed %d (rerun: -chaos.schedule-run=%s -chaos.fault-every=%s -chaos.seed=%d)", cfg.Seed, *sched, *every, cfg.Seed)
 	sum, err := chaos.Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)

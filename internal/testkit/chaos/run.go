@@ -50,6 +50,10 @@ type Config struct {
 	// while faults of Kinds (default ScheduleKinds) are dealt one after
 	// another; Faults is then ignored.
 	ScheduleFor time.Duration
+	// FaultEvery, when set, spaces the faults: after a fault healed and a
+	// leader worked again, the next waits until FaultEvery has passed
+	// since the last began. Default 0: one right after another.
+	FaultEvery time.Duration
 	// Logf, if set, is told of each fault.
 	Logf func(format string, args ...any)
 }
@@ -110,6 +114,9 @@ type Summary struct {
 	// no replica could enqueue them, caught up (at most the latest of
 	// them, schedule.CatchUpOnce).
 	TicksUnowned, TicksLost, CaughtUp int
+	// TickLateOwned is TickLate of the ticks due while a leadership was
+	// at work: the schedule's own latency, without the outages.
+	TickLateOwned [2]time.Duration
 	// WorstGap is the longest time between two accepted writes while
 	// faults were being injected: the worst leaderless (or idle) stretch.
 	WorstGap time.Duration
@@ -248,7 +255,12 @@ func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum
 		}
 		return i < cfg.Faults
 	}
+	var began time.Time
 	for i := 0; more(i); i++ {
+		if wait := cfg.FaultEvery - time.Since(began); i > 0 && wait > 0 {
+			backoff.Sleep(ctx, wait)
+		}
+		began = time.Now()
 		if err := enq.failed(); err != nil {
 			return err
 		}
@@ -447,14 +459,20 @@ func (s *Summary) summarizeTicks(events []fencecheck.Event, outages [][2]time.Ti
 		}
 	}
 	began := map[int64]bool{}
+	var owndLate []time.Duration
 	for _, e := range events {
 		if at := e.ScheduledAt.UnixMilli(); e.Schedule != "" && e.Kind == fencecheck.Began && !began[at] {
 			began[at] = true
-			if e.At.Sub(e.ScheduledAt) >= period {
+			late := e.At.Sub(e.ScheduledAt)
+			if late >= period {
 				s.CaughtUp++
+			}
+			if owned(e.ScheduledAt) {
+				owndLate = append(owndLate, late)
 			}
 		}
 	}
+	s.TickLateOwned = percentiles(owndLate)
 }
 
 // percentiles is the median and 99th percentile of ds.
@@ -815,6 +833,8 @@ func (s Summary) Table() string {
 	fmt.Fprintf(w, "schedule ticks (every 1s)\t%d (%d missed; due to start: p50 %s, p99 %s)\n", s.Ticks, s.TicksMissed,
 		s.TickLate[0].Round(time.Millisecond), s.TickLate[1].Round(time.Millisecond))
 	fmt.Fprintf(w, "missed ticks\t%d due while unowned, %d lost while owned; %d caught up\n", s.TicksUnowned, s.TicksLost, s.CaughtUp)
+	fmt.Fprintf(w, "ticks due while owned: due to start\tp50 %s, p99 %s\n",
+		s.TickLateOwned[0].Round(time.Millisecond), s.TickLateOwned[1].Round(time.Millisecond))
 	fmt.Fprintf(w, "violations\t%d\n", len(s.Violations))
 	fmt.Fprintf(w, "worst leaderless gap\t%s\n", s.WorstGap.Round(time.Millisecond))
 	fmt.Fprintf(w, "worst recovery after a heal\t%s\n", s.WorstRecovery.Round(time.Millisecond))
