@@ -459,7 +459,7 @@ func (s *Summary) summarizeTicks(events []fencecheck.Event, outages [][2]time.Ti
 		}
 	}
 	began := map[int64]bool{}
-	var owndLate []time.Duration
+	var ownedLate []time.Duration
 	for _, e := range events {
 		if at := e.ScheduledAt.UnixMilli(); e.Schedule != "" && e.Kind == fencecheck.Began && !began[at] {
 			began[at] = true
@@ -468,11 +468,11 @@ func (s *Summary) summarizeTicks(events []fencecheck.Event, outages [][2]time.Ti
 				s.CaughtUp++
 			}
 			if owned(e.ScheduledAt) {
-				owndLate = append(owndLate, late)
+				ownedLate = append(ownedLate, late)
 			}
 		}
 	}
-	s.TickLateOwned = percentiles(owndLate)
+	s.TickLateOwned = percentiles(ownedLate)
 }
 
 // percentiles is the median and 99th percentile of ds.
