@@ -123,6 +123,9 @@ func TestCheckRunsCatchesEachViolation(t *testing.T) {
 		spoil func(l *runLog)
 	}{
 		{"clean", "", "", nil},
+		{"a job still held by a parked key at the end is not lost", "", "end", func(l *runLog) {
+			l.jobs = append(l.jobs, fencecheck.Job{Key: "a", ID: "A7", Held: true})
+		}},
 		{"two jobs of one key in flight at once", fencecheck.KeyOverlap, "end", func(l *runLog) {
 			// Under token 3, job 2 begins while job 1 has not ended.
 			w := l.begin(l.w(1, 3))
