@@ -1,10 +1,12 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,6 +55,12 @@ type ClusterConfig struct {
 	LogDir string
 	// Partitions is PARTITIONS. Default 1.
 	Partitions int
+	// Concurrency is JOB_CONCURRENCY. Default 8.
+	Concurrency int
+	// MaxAttempts is JOB_MAX_ATTEMPTS. Default 100000: interrupted
+	// deliveries count as attempts, and a job must not park merely
+	// because faults kept hitting it; Run lowers it so poisoned jobs park.
+	MaxAttempts int
 }
 
 // Cluster is Redis nodes, replicas and the proxies between them: every
@@ -125,6 +133,12 @@ func (c *ClusterConfig) defaults() error {
 	}
 	if c.Partitions == 0 {
 		c.Partitions = 1
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 8
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 100000
 	}
 	return nil
 }
@@ -209,11 +223,11 @@ func (c *Cluster) startWorker(s *slot) error {
 		"SHUTDOWN_TIMEOUT=4s",
 		"JOB_HANDLER=exec",
 		"JOB_COMMAND=" + c.cfg.Writer,
-		// Interrupted deliveries count as attempts; a job must never be
-		// parked merely because faults kept hitting it. Its key's retries
-		// keep the pace the suite's liveness figures were taken at.
-		"JOB_MAX_ATTEMPTS=100000",
+		// A key's retries keep the pace the suite's liveness figures
+		// were taken at.
+		"JOB_MAX_ATTEMPTS=" + strconv.Itoa(c.cfg.MaxAttempts),
 		"JOB_RETRY_BASE=100ms", "JOB_RETRY_MAX=5s",
+		"JOB_CONCURRENCY=" + strconv.Itoa(c.cfg.Concurrency),
 		"JOB_BATCH=" + strconv.Itoa(c.cfg.Batch),
 		"PARTITIONS=" + strconv.Itoa(c.cfg.Partitions),
 		"LOG_LEVEL=debug",
@@ -228,6 +242,23 @@ func (c *Cluster) startWorker(s *slot) error {
 	}
 	s.proc, s.paused = p, false
 	return nil
+}
+
+// CLI runs a lockworker command (skip, retry, ...) as an operator would,
+// against the nodes directly; hold nodesMu for reading while it runs.
+func (c *Cluster) CLI(ctx context.Context, args ...string) (string, error) {
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = "redis://" + n.redis.Addr()
+	}
+	cmd := exec.CommandContext(ctx, c.cfg.Binary, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "USER=chaos", "REDIS_URLS=" + strings.Join(urls, ","),
+		"PARTITIONS=" + strconv.Itoa(c.cfg.Partitions), "REDIS_NODE_TIMEOUT=" + c.cfg.NodeTimeout.String()}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("chaos: lockworker %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
 }
 
 // Queue returns a queue client on node 0, for enqueueing and stats; hold

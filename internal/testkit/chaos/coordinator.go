@@ -20,8 +20,10 @@ type Begin struct {
 	PID int `json:"pid"`
 }
 
-// Coordinator serves the fenced store to the writers (POST /write) and
-// holds a writer at POST /begin when a Trap asks for it.
+// Coordinator serves the fenced store to the writers (POST /write),
+// records their begins (POST /begin) and failures (POST /fail) in its
+// log, tells a run to fail when its job is planned to (FailFirst,
+// Poison), and holds a writer at POST /begin when a Trap asks for it.
 type Coordinator struct {
 	ln  net.Listener
 	srv *http.Server
@@ -32,6 +34,12 @@ type Coordinator struct {
 	write http.Handler
 	trap  *Trap
 	begun int
+	// The failure plan, by the job's seq: runs still to fail, and
+	// poisoned jobs (every run fails until cured). seqOf maps the job IDs
+	// begun so far to their seq. They outlive Reset.
+	failFirst map[int]int
+	poisoned  map[int]bool
+	seqOf     map[string]int
 }
 
 // Trap catches the next /begin of one worker and holds its reply until
@@ -55,10 +63,11 @@ func NewCoordinator(cfg fencecheck.Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Coordinator{ln: ln}
+	c := &Coordinator{ln: ln, failFirst: map[int]int{}, poisoned: map[int]bool{}, seqOf: map[string]int{}}
 	c.Reset(cfg)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /begin", c.begin)
+	mux.HandleFunc("POST /fail", c.fail)
 	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		h := c.write
@@ -119,6 +128,73 @@ func (c *Coordinator) Disarm(t *Trap) {
 	t.Release()
 }
 
+// FailFirst makes the first n runs of job seq fail: a key failing for a
+// while, then succeeding.
+func (c *Coordinator) FailFirst(seq, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failFirst[seq] = n
+}
+
+// Poison makes every run of job seq fail until Cure: its key parks.
+func (c *Coordinator) Poison(seq int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.poisoned[seq] = true
+}
+
+// Poisoned reports whether the job with ID id (seen begun) is poisoned.
+func (c *Coordinator) Poisoned(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seq, ok := c.seqOf[id]
+	return ok && c.poisoned[seq]
+}
+
+// Cure lets the job with ID id succeed from its next run on.
+func (c *Coordinator) Cure(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq, ok := c.seqOf[id]; ok {
+		delete(c.poisoned, seq)
+		delete(c.failFirst, seq)
+	}
+}
+
+// CureAll lets every job succeed from its next run on.
+func (c *Coordinator) CureAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.poisoned)
+	clear(c.failFirst)
+}
+
+// failNow says whether this run of b's job must fail, and counts it.
+func (c *Coordinator) failNow(b Begin) bool {
+	if b.Schedule != "" {
+		return false
+	}
+	c.seqOf[b.JobID] = b.Seq
+	if c.poisoned[b.Seq] {
+		return true
+	}
+	if c.failFirst[b.Seq] > 0 {
+		c.failFirst[b.Seq]--
+		return true
+	}
+	return false
+}
+
+func (c *Coordinator) fail(w http.ResponseWriter, r *http.Request) {
+	var in fencecheck.Write
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.Store().Fail(in)
+	w.WriteHeader(http.StatusNoContent)
+}
+
 func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request) {
 	var b Begin
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&b); err != nil {
@@ -126,6 +202,8 @@ func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.mu.Lock()
+	c.store.Begin(b.Write)
+	rep := BeginReply{Fail: c.failNow(b)}
 	c.begun++
 	t := c.trap
 	if t != nil && t.worker == b.Worker {
@@ -141,7 +219,8 @@ func (c *Coordinator) begin(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(rep)
 }
 
 // Close releases any held writer and stops the server, waiting for its

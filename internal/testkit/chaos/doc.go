@@ -33,6 +33,27 @@
 // "the leader" picks one partition's leader at random and waits for that
 // partition to move; pexpire expires that partition's lock.
 //
+// # Keys, failures, parks and time
+//
+// The replicas run JOB_CONCURRENCY (ClusterConfig.Concurrency, 8) jobs at
+// once. The writer reports each run's Begin and, when the coordinator's
+// reply asks it to fail (Coordinator.FailFirst, Poison), its failure, so
+// the store's log (fencecheck.Store.Events) holds every run's begin and
+// end. Run mixes in jobs that fail twice then succeed, poisoned jobs that
+// fail until cured (their keys park after Config.MaxAttempts), delayed
+// jobs (on a delay key per partition, due in key order), jobs enqueued
+// twice with one idempotency key, and a schedule every second on a key of
+// its own. A resolver plays the operator: it logs each park it sees,
+// leaves it 300 ms, then retries it (operator API) or skips it (the CLI),
+// logging the decision before carrying it out. The whole is judged by
+// fencecheck.CheckAll.
+//
+// Config.ScheduleFor makes a schedule run instead: no enqueued jobs, the
+// schedule alone, faults of ScheduleKinds (kill -9, SIGTERM, SIGSTOP,
+// Redis restart) dealt until the time has passed; Summary sorts the missed
+// ticks into those due while no leadership of the schedule's partition was
+// at work and those lost while one was.
+//
 // # Faults
 //
 // Dealt one at a time from a shuffled deck of the six kinds (each comes up
@@ -50,8 +71,8 @@
 //
 // # Guaranteed
 //
-//   - Run reports every violation fencecheck.CheckPartitions finds in the whole
-//     history once all jobs are committed and every replica has exited
+//   - Run reports every violation fencecheck.CheckAll finds in the whole
+//     history and log once all jobs are committed and every replica has exited
 //     (so no writer is left to write after the check), and counts the
 //     store's rejections of stale writes.
 //   - Liveness is measured, not asserted: after each heal, the time until

@@ -25,10 +25,16 @@ const (
 	LinkDelay    Kind = "link-delay"    // delay that traffic by twice the TTL
 	RedisRestart Kind = "redis-restart" // kill -9 a node and restart it (AOF on node 0 only)
 	Expire       Kind = "pexpire"       // expire the lock early on a majority (a clock jump)
+	Term         Kind = "sigterm"       // SIGTERM a replica (a deploy), start a new one in its place
 )
 
-// Kinds lists every fault, in the order the summary prints them.
+// Kinds lists the faults of a run by default, in the order the summary
+// prints them.
 var Kinds = []Kind{Kill9, Pause, LinkCut, LinkDelay, RedisRestart, Expire}
+
+// ScheduleKinds are the faults of a schedule run (Config.ScheduleFor):
+// those issue 35 names for it.
+var ScheduleKinds = []Kind{Kill9, Term, Pause, RedisRestart}
 
 // fault is one injected fault: what it hit and when it healed.
 type fault struct {
@@ -45,6 +51,9 @@ type injector struct {
 	c   *Cluster
 	rng *rand.Rand
 	ttl time.Duration
+	// outages are the times a Redis node was down, from its kill to its
+	// restart.
+	outages [][2]time.Time
 }
 
 // target picks the leader (with partitions, a partition's leader) most of
@@ -87,6 +96,8 @@ func (in *injector) inject(ctx context.Context, k Kind) (fault, error) {
 	switch k {
 	case Kill9:
 		return in.kill9(ctx)
+	case Term:
+		return in.term(ctx)
 	case Pause:
 		return in.pause(ctx)
 	case LinkCut:
@@ -109,6 +120,28 @@ func (in *injector) kill9(ctx context.Context) (fault, error) {
 		return f, err
 	}
 	<-s.proc.Done()
+	if err := in.c.startWorker(s); err != nil {
+		return f, err
+	}
+	f.healed = time.Now()
+	return f, nil
+}
+
+// term stops a replica gracefully, as a deploy does, waits for it to
+// exit, and starts a new one in its place.
+func (in *injector) term(ctx context.Context) (fault, error) {
+	l, leader := in.target(ctx)
+	s := l.s
+	f := fault{kind: Term, target: s.name, leader: leader, part: l.part, token: l.token}
+	if err := s.proc.Terminate(); err != nil {
+		return f, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if s.proc.Wait(wctx) != nil {
+		_ = s.proc.Kill()
+		<-s.proc.Done()
+	}
 	if err := in.c.startWorker(s); err != nil {
 		return f, err
 	}
@@ -223,6 +256,7 @@ func (in *injector) redisRestart(ctx context.Context) (fault, error) {
 	f := fault{kind: RedisRestart, target: fmt.Sprintf("redis%d (aof=%v)", n.idx, n.aof)}
 	in.c.nodesMu.Lock()
 	defer in.c.nodesMu.Unlock()
+	down := time.Now()
 	if err := n.redis.Kill(); err != nil {
 		return f, err
 	}
@@ -238,6 +272,9 @@ func (in *injector) redisRestart(ctx context.Context) (fault, error) {
 		}
 	}
 	f.healed = time.Now()
+	if n.aof { // node 0: the queue's, so the schedule's
+		in.outages = append(in.outages, [2]time.Time{down, f.healed})
+	}
 	return f, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/lockworker/lockworker/internal/backoff"
+	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/partition"
+	"github.com/lockworker/lockworker/internal/schedule"
 	"github.com/lockworker/lockworker/internal/testkit/fencecheck"
 )
 
@@ -36,8 +39,21 @@ type Config struct {
 	// without partitions, 4 with.
 	Backlog int
 	// KeysPer is how many ordering keys each partition's jobs cycle
-	// through, with partitions (without, jobs have no key). Default 4.
+	// through (with one partition, one job in five has no key: the
+	// serial queue). Default 6.
 	KeysPer int
+	// MaxAttempts is the replicas' JOB_MAX_ATTEMPTS: how soon a poisoned
+	// job parks its key. Default 5.
+	MaxAttempts int
+	// ScheduleFor, when set, makes the run a schedule run: no job is
+	// enqueued, the schedule alone (every second) runs for this long
+	// while faults of Kinds (default ScheduleKinds) are dealt one after
+	// another; Faults is then ignored.
+	ScheduleFor time.Duration
+	// FaultEvery, when set, spaces the faults: after a fault healed and a
+	// leader worked again, the next waits until FaultEvery has passed
+	// since the last began. Default 0: one right after another.
+	FaultEvery time.Duration
 	// Logf, if set, is told of each fault.
 	Logf func(format string, args ...any)
 }
@@ -66,6 +82,41 @@ type Summary struct {
 	Accepted      int
 	Rejected      int
 	Violations    []fencecheck.Violation
+	// Concurrency is JOB_CONCURRENCY; MaxInFlight the most runs of jobs
+	// that were in flight at once (over all replicas).
+	Concurrency, MaxInFlight int
+	// Runs counts the handler's runs, Failed those that failed (on
+	// purpose: FailFirst and Poison).
+	Runs, Failed int
+	// Transient jobs failed twice before succeeding; Poisoned jobs failed
+	// until the suite cured them (their key parked).
+	Transient, Poisoned int
+	// Parks counts the parks the suite saw; it retried Retried of them
+	// (through the operator API) and skipped Skipped (through the CLI).
+	Parks, Retried, Skipped int
+	// Idempotent jobs were enqueued twice with one idempotency key.
+	Idempotent int
+	// Delayed jobs were enqueued with a due time; DelayedLate is how long
+	// after it their first run began (p50, p99).
+	Delayed     int
+	DelayedLate [2]time.Duration
+	// Ticks counts the schedule's ticks that took effect; TicksMissed the
+	// ticks between the first and the last that did not (due while no
+	// replica could own the schedule, and not caught up); TickLate is how
+	// long after its time a tick's first run began (p50, p99).
+	Ticks, TicksMissed int
+	TickLate           [2]time.Duration
+	// Of the missed ticks, TicksUnowned were due while no leadership of
+	// the schedule's partition was at work (between a leader's first run
+	// and its last accepted write) or while the Redis node was down;
+	// TicksLost were due while one was (none should be). CaughtUp counts
+	// the ticks that began a period or more after their time: due while
+	// no replica could enqueue them, caught up (at most the latest of
+	// them, schedule.CatchUpOnce).
+	TicksUnowned, TicksLost, CaughtUp int
+	// TickLateOwned is TickLate of the ticks due while a leadership was
+	// at work: the schedule's own latency, without the outages.
+	TickLateOwned [2]time.Duration
 	// WorstGap is the longest time between two accepted writes while
 	// faults were being injected: the worst leaderless (or idle) stretch.
 	WorstGap time.Duration
@@ -100,8 +151,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	for _, ks := range keysOf {
 		sum.Keys += len(ks)
 	}
+	if err := addSchedule(ctx, c); err != nil {
+		return sum, err
+	}
 	enq := startEnqueuer(ctx, c, cfg.Backlog, keysOf)
 	defer enq.stop()
+	res := startResolver(ctx, c, cfg)
+	defer res.stop()
 	if !waitFor(ctx, 30*time.Second, func() bool { _, ok := coord.Store().Last(); return ok }) {
 		return sum, fail(c, "chaos: no job was done within 30s of the start")
 	}
@@ -114,21 +170,42 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return sum, err
 	}
+	if err := removeSchedule(ctx, c); err != nil {
+		return sum, err
+	}
+	// Every job may succeed now; parks still open are retried.
+	coord.CureAll()
 	drained := waitFor(ctx, 60*time.Second, func() bool {
 		q, err := c.Router()
 		if err != nil {
 			return false
 		}
 		st, err := q.Stats(ctx)
-		return err == nil && st.Pending == 0
+		return err == nil && st.Pending == 0 && st.Delayed == 0
 	})
 	if !drained {
 		return sum, fail(c, "chaos: liveness: the queue did not drain within 60s after the last fault")
 	}
+	if err := res.stop(); err != nil {
+		return sum, err
+	}
 	c.StopWorkers(ctx)
 	sum.Jobs = len(jobs)
+	sum.Concurrency = c.cfg.Concurrency
 	sum.Accepted, sum.Rejected = coord.Store().Counts()
+	sum.Retried, sum.Skipped = res.retried, res.skipped
+	for _, j := range jobs {
+		if j.Idempotency != "" {
+			sum.Idempotent++
+		}
+		if !j.DueAt.IsZero() {
+			sum.Delayed++
+		}
+	}
+	sum.Transient, sum.Poisoned = enq.transient, enq.poisoned
 	sum.summarize(coord.Store().History(), jobs, phase, phaseEnd)
+	sum.summarizeRuns(coord.Store().History(), coord.Store().Events(), jobs)
+	sum.summarizeTicks(coord.Store().Events(), in.outages)
 	sum.Wall = time.Since(start)
 	return sum, nil
 }
@@ -139,6 +216,12 @@ func (cfg *Config) defaults() {
 	}
 	if len(cfg.Kinds) == 0 {
 		cfg.Kinds = Kinds
+		if cfg.ScheduleFor > 0 {
+			cfg.Kinds = ScheduleKinds
+		}
+	}
+	if cfg.ScheduleFor > 0 {
+		cfg.Backlog = -1 // nothing but the schedule's ticks
 	}
 	if cfg.Backlog == 0 {
 		cfg.Backlog = 16
@@ -147,7 +230,13 @@ func (cfg *Config) defaults() {
 		}
 	}
 	if cfg.KeysPer == 0 {
-		cfg.KeysPer = 4
+		cfg.KeysPer = 6
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.Cluster.MaxAttempts == 0 {
+		cfg.Cluster.MaxAttempts = cfg.MaxAttempts
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -159,7 +248,19 @@ func (cfg *Config) defaults() {
 // leader's accepted write.
 func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum *Summary) error {
 	var deck []Kind
-	for i := range cfg.Faults {
+	start := time.Now()
+	more := func(i int) bool {
+		if cfg.ScheduleFor > 0 {
+			return time.Since(start) < cfg.ScheduleFor
+		}
+		return i < cfg.Faults
+	}
+	var began time.Time
+	for i := 0; more(i); i++ {
+		if wait := cfg.FaultEvery - time.Since(began); i > 0 && wait > 0 {
+			backoff.Sleep(ctx, wait)
+		}
+		began = time.Now()
 		if err := enq.failed(); err != nil {
 			return err
 		}
@@ -187,8 +288,12 @@ func runFaults(ctx context.Context, cfg Config, in *injector, enq *enqueuer, sum
 		if in.c.cfg.Partitions > 1 {
 			of = fmt.Sprintf("partition %d, ", f.part)
 		}
-		cfg.Logf("fault %d/%d: %s on %s (leader=%v, %stoken %d); a leader worked %s after the heal",
-			i+1, cfg.Faults, k, f.target, f.leader, of, f.token, back.Round(time.Millisecond))
+		n := strconv.Itoa(i+1) + "/" + strconv.Itoa(cfg.Faults)
+		if cfg.ScheduleFor > 0 {
+			n = strconv.Itoa(i+1) + " at " + time.Since(start).Round(time.Second).String()
+		}
+		cfg.Logf("fault %s: %s on %s (leader=%v, %stoken %d); a leader worked %s after the heal",
+			n, k, f.target, f.leader, of, f.token, back.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -215,7 +320,6 @@ func (s *Summary) record(k Kind, onLeader bool, back time.Duration) {
 // partitions, of each partition's leader) and the worst gap between
 // accepted writes during the fault phase.
 func (s *Summary) summarize(h []fencecheck.Record, jobs []fencecheck.Job, phase, phaseEnd time.Time) {
-	s.Violations = fencecheck.CheckPartitions(h, jobs, s.Partitions, s.Batch)
 	var prev *fencecheck.Record
 	tokenOf := map[int]int64{} // partition -> token of its last accepted write
 	for i := range h {
@@ -234,23 +338,172 @@ func (s *Summary) summarize(h []fencecheck.Record, jobs []fencecheck.Job, phase,
 	}
 }
 
+// summarizeRuns checks the run (fencecheck.CheckAll) and takes the
+// figures of its log: runs, failures, the most runs in flight at once,
+// parks, and how late delayed jobs and ticks began.
+func (s *Summary) summarizeRuns(h []fencecheck.Record, events []fencecheck.Event, jobs []fencecheck.Job) {
+	s.Violations = fencecheck.CheckAll(h, events, jobs, s.Partitions, s.Batch)
+	ended := map[string]bool{}
+	for _, e := range events {
+		if e.Run != "" && (e.Kind == fencecheck.Wrote || e.Kind == fencecheck.Failed) {
+			ended[e.Run] = true
+		}
+	}
+	inFlight := map[string]bool{}
+	seqOf := map[string]int{}
+	for seq, j := range jobs {
+		seqOf[j.ID] = seq
+	}
+	began := map[string]bool{} // job IDs or ticks begun
+	var delayedLate, tickLate []time.Duration
+	ticks := map[int64]bool{} // accepted ticks, by time
+	for _, e := range events {
+		switch e.Kind {
+		case fencecheck.ParkSeen:
+			s.Parks++
+		case fencecheck.Failed:
+			s.Failed++
+			delete(inFlight, e.Run)
+		case fencecheck.Wrote:
+			delete(inFlight, e.Run)
+			if e.Accepted && e.Schedule != "" {
+				ticks[e.ScheduledAt.UnixMilli()] = true
+			}
+		case fencecheck.Began:
+			s.Runs++
+			if ended[e.Run] {
+				inFlight[e.Run] = true
+				s.MaxInFlight = max(s.MaxInFlight, len(inFlight))
+			}
+			switch seq, ok := seqOf[e.JobID]; {
+			case e.Schedule != "":
+				if id := e.Schedule + e.ScheduledAt.String(); !began[id] {
+					began[id] = true
+					tickLate = append(tickLate, e.At.Sub(e.ScheduledAt))
+				}
+			case ok && !jobs[seq].DueAt.IsZero() && !began[e.JobID]:
+				began[e.JobID] = true
+				delayedLate = append(delayedLate, e.At.Sub(jobs[seq].DueAt))
+			}
+		}
+	}
+	s.DelayedLate, s.TickLate = percentiles(delayedLate), percentiles(tickLate)
+	s.Ticks = len(ticks)
+	if len(ticks) > 0 {
+		first, last := int64(math.MaxInt64), int64(math.MinInt64)
+		for at := range ticks {
+			first, last = min(first, at), max(last, at)
+		}
+		s.TicksMissed = int((last-first)/1000) + 1 - len(ticks)
+	}
+}
+
+// summarizeTicks sorts the schedule's missed ticks (every second,
+// between the first and the last that took effect) into those due while
+// no leadership of its partition was at work or a Redis node was down
+// (outages, from a period before the kill to the restart), and those due
+// while one was: a leadership is at work from
+// its first run's begin to its last accepted write, so a tick due at t
+// is owed by a leadership at work over [t, t+1s].
+func (s *Summary) summarizeTicks(events []fencecheck.Event, outages [][2]time.Time) {
+	const period = time.Second
+	part, ok := -1, false
+	ran := map[int64]bool{}
+	for _, e := range events {
+		if e.Schedule != "" && e.Kind == fencecheck.Wrote && e.Accepted {
+			part, ok = e.Partition, true
+			ran[e.ScheduledAt.UnixMilli()] = true
+		}
+	}
+	if !ok {
+		return
+	}
+	type span struct{ from, to time.Time }
+	spans := map[int64]*span{} // by token
+	for _, e := range events {
+		if e.Partition != part || e.Run == "" {
+			continue
+		}
+		sp := spans[e.Token]
+		switch {
+		case e.Kind == fencecheck.Began && sp == nil:
+			spans[e.Token] = &span{from: e.At, to: e.At}
+		case e.Kind == fencecheck.Wrote && e.Accepted && sp != nil:
+			sp.to = e.At
+		}
+	}
+	owned := func(t time.Time) bool {
+		for _, o := range outages {
+			if !t.Before(o[0].Add(-period)) && !t.After(o[1]) {
+				return false
+			}
+		}
+		for _, sp := range spans {
+			if !sp.from.After(t) && !sp.to.Before(t.Add(period)) {
+				return true
+			}
+		}
+		return false
+	}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for at := range ran {
+		first, last = min(first, at), max(last, at)
+	}
+	for at := first; at <= last; at += period.Milliseconds() {
+		switch {
+		case ran[at]:
+		case owned(time.UnixMilli(at)):
+			s.TicksLost++
+		default:
+			s.TicksUnowned++
+		}
+	}
+	began := map[int64]bool{}
+	var ownedLate []time.Duration
+	for _, e := range events {
+		if at := e.ScheduledAt.UnixMilli(); e.Schedule != "" && e.Kind == fencecheck.Began && !began[at] {
+			began[at] = true
+			late := e.At.Sub(e.ScheduledAt)
+			if late >= period {
+				s.CaughtUp++
+			}
+			if owned(e.ScheduledAt) {
+				ownedLate = append(ownedLate, late)
+			}
+		}
+	}
+	s.TickLateOwned = percentiles(ownedLate)
+}
+
+// percentiles is the median and 99th percentile of ds.
+func percentiles(ds []time.Duration) [2]time.Duration {
+	if len(ds) == 0 {
+		return [2]time.Duration{}
+	}
+	slices.Sort(ds)
+	return [2]time.Duration{ds[len(ds)/2], ds[min(len(ds)-1, len(ds)*99/100)]}
+}
+
 // enqueuer keeps backlog jobs queued so a leader always has work, and
 // stops at the first error: an enqueue that failed may have been applied,
 // and retrying it could enqueue a number twice.
 type enqueuer struct {
-	jobs     []fencecheck.Job // enqueued, by seq; the enqueuer's until it is stopped
-	err      error
-	stopCh   chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	jobs      []fencecheck.Job // enqueued, by seq; the enqueuer's until it is stopped
+	transient int
+	poisoned  int
+	lastDue   map[string]time.Time // by delay key
+	err       error
+	stopCh    chan struct{}
+	done      chan struct{}
+	stopOnce  sync.Once
 }
 
 func startEnqueuer(ctx context.Context, c *Cluster, backlog int, keysOf [][]string) *enqueuer {
-	e := &enqueuer{stopCh: make(chan struct{}), done: make(chan struct{})}
+	e := &enqueuer{stopCh: make(chan struct{}), done: make(chan struct{}), lastDue: map[string]time.Time{}}
 	go func() {
 		defer close(e.done)
 		for {
-			if e.err = topUp(ctx, c, &e.jobs, backlog, keysOf); e.err != nil {
+			if e.err = e.topUp(ctx, c, backlog, keysOf); e.err != nil {
 				return
 			}
 			select {
@@ -281,11 +534,22 @@ func (e *enqueuer) stop() ([]fencecheck.Job, error) {
 	return e.jobs, e.err
 }
 
-// topUp enqueues jobs, numbered from len(*jobs) on, until backlog are
-// pending in each partition; with partitions each partition's jobs cycle
-// through its keys (keysOf), so every key has a queue of its own to keep
-// in order.
-func topUp(ctx context.Context, c *Cluster, jobs *[]fencecheck.Job, backlog int, keysOf [][]string) error {
+// The mix of jobs, by seq: one in ten is delayed (on its partition's
+// delay key, due 0.2 to 1.5 s later, each after the key's previous one so
+// the key's due order is its enqueue order); of the others, one in seven
+// is enqueued twice with one idempotency key, one in eleven fails its
+// first two runs, one in 61 is poisoned (it fails until the suite cures
+// it, so its key parks). With one partition, one job in five has no key.
+func delayedSeq(seq int) bool    { return seq%10 == 3 }
+func idempotentSeq(seq int) bool { return seq%7 == 1 }
+func transientSeq(seq int) bool  { return seq%11 == 5 }
+func poisonSeq(seq int) bool     { return seq%61 == 30 }
+
+// topUp enqueues jobs, numbered from len(e.jobs) on, until backlog are
+// pending in each partition; each partition's jobs cycle through its keys
+// (keysOf; the last of each is its delay key), so every key has a queue
+// of its own to keep in order.
+func (e *enqueuer) topUp(ctx context.Context, c *Cluster, backlog int, keysOf [][]string) error {
 	c.nodesMu.RLock()
 	defer c.nodesMu.RUnlock()
 	r, err := c.Router()
@@ -300,39 +564,221 @@ func topUp(ctx context.Context, c *Cluster, jobs *[]fencecheck.Job, backlog int,
 	}
 	for p, st := range stats {
 		for i := st.Pending; i < int64(backlog); i++ {
-			var j fencecheck.Job
-			if len(stats) > 1 {
-				ks := keysOf[p]
-				j = fencecheck.Job{Key: ks[len(*jobs)%len(ks)], Partition: p}
+			if err := e.enqueue(ctx, c, r, p, keysOf[p]); err != nil {
+				return err
 			}
-			seq := len(*jobs)
-			if _, _, err := r.Enqueue(ctx, j.Key, []byte(strconv.Itoa(seq))); err != nil {
-				return fmt.Errorf("chaos: enqueue job %d: %w", seq, err)
-			}
-			*jobs = append(*jobs, j)
 		}
 	}
 	return nil
 }
 
-// partitionKeys picks ordering keys ("k0", "k1", ...) for each of n
-// partitions, per of each by partition.Of; nil without partitions.
-func partitionKeys(n, per int) [][]string {
-	if n <= 1 {
-		return nil
+// enqueue enqueues the next job, of partition p, as the mix has it.
+func (e *enqueuer) enqueue(ctx context.Context, c *Cluster, r *jobs.Router, p int, keys []string) error {
+	seq := len(e.jobs)
+	j := fencecheck.Job{Partition: p}
+	it := jobs.Item{Payload: []byte(strconv.Itoa(seq))}
+	plain := keys[:len(keys)-1]
+	switch {
+	case delayedSeq(seq):
+		j.Key = keys[len(keys)-1]
+		due := time.Now().Add(200*time.Millisecond + time.Duration(seq*37%1300)*time.Millisecond)
+		// Whole milliseconds, as the queue keeps them.
+		due = due.Truncate(time.Millisecond)
+		if next := e.lastDue[j.Key].Add(time.Millisecond); due.Before(next) {
+			due = next
+		}
+		e.lastDue[j.Key], j.DueAt, it.NotBefore = due, due, due
+	case c.cfg.Partitions == 1 && seq%5 == 0:
+		// The serial queue of one partition.
+	default:
+		j.Key = plain[seq%len(plain)]
 	}
+	it.Key = j.Key
+	if j.DueAt.IsZero() {
+		switch {
+		case idempotentSeq(seq):
+			j.Idempotency = "chaos-" + strconv.Itoa(seq)
+			it.IdempotencyKey = j.Idempotency
+		case transientSeq(seq):
+			c.coord.FailFirst(seq, 2)
+			e.transient++
+		case poisonSeq(seq):
+			c.coord.Poison(seq)
+			e.poisoned++
+		}
+	}
+	rec, err := r.EnqueueItem(ctx, it)
+	if err != nil {
+		return fmt.Errorf("chaos: enqueue job %d: %w", seq, err)
+	}
+	j.ID = rec.ID
+	if j.Idempotency != "" {
+		again, err := r.EnqueueItem(ctx, it)
+		if err != nil {
+			return fmt.Errorf("chaos: enqueue job %d again (idempotency key %s): %w", seq, j.Idempotency, err)
+		}
+		if again.ID != rec.ID || !again.Existing {
+			j.Duplicates = append(j.Duplicates, again.ID)
+		}
+	}
+	e.jobs = append(e.jobs, j)
+	return nil
+}
+
+// partitionKeys picks ordering keys ("k0", "k1", ...) for each of n
+// partitions, per of each by partition.Of, and then a delay key ("d0",
+// "d1", ...) for each, last.
+func partitionKeys(n, per int) [][]string {
+	n = max(n, 1)
 	out := make([][]string, n)
-	for i, full := 0, 0; full < n; i++ {
-		k := "k" + strconv.Itoa(i)
-		p := partition.Of(k, n)
-		if len(out[p]) < per {
-			out[p] = append(out[p], k)
-			if len(out[p]) == per {
-				full++
+	pick := func(prefix string, per int) {
+		count := make([]int, n)
+		for i, full := 0, 0; full < n; i++ {
+			k := prefix + strconv.Itoa(i)
+			p := partition.Of(k, n)
+			if count[p] < per {
+				out[p] = append(out[p], k)
+				count[p]++
+				if count[p] == per {
+					full++
+				}
 			}
 		}
 	}
+	pick("k", per)
+	pick("d", 1)
 	return out
+}
+
+// The schedule of every run: every second, its ticks on a key of their
+// own so their order is their time's.
+const (
+	scheduleName = "chaos-every-second"
+	scheduleKey  = "tick"
+)
+
+func addSchedule(ctx context.Context, c *Cluster) error {
+	c.nodesMu.RLock()
+	defer c.nodesMu.RUnlock()
+	r, err := c.Router()
+	if err != nil {
+		return err
+	}
+	err = r.AddSchedule(ctx, jobs.Schedule{Name: scheduleName, When: schedule.When{Every: time.Second}, Key: scheduleKey,
+		Payload: []byte("tick"), CatchUp: schedule.CatchUpOnce})
+	if err != nil {
+		return fmt.Errorf("chaos: add schedule: %w", err)
+	}
+	return nil
+}
+
+func removeSchedule(ctx context.Context, c *Cluster) error {
+	c.nodesMu.RLock()
+	defer c.nodesMu.RUnlock()
+	r, err := c.Router()
+	if err != nil {
+		return err
+	}
+	if err := r.RemoveSchedule(ctx, scheduleName); err != nil {
+		return fmt.Errorf("chaos: remove schedule: %w", err)
+	}
+	return nil
+}
+
+// resolver is the operator: it watches the parked keys, notes each park
+// in the store's log, leaves it parked a while (so a later job of the key
+// that ran anyway would show), then resolves it: a poisoned job is
+// skipped (through the CLI) or cured and retried (through the operator
+// API) at random, any other parked job is retried. Each decision is
+// logged before it is carried out, so the log never shows a later job
+// run before the decision that released it.
+type resolver struct {
+	retried, skipped int
+	err              error
+	stopCh, done     chan struct{}
+	stopOnce         sync.Once
+}
+
+// parkHold is how long a park is left in place before it is resolved.
+const parkHold = 300 * time.Millisecond
+
+func startResolver(ctx context.Context, c *Cluster, cfg Config) *resolver {
+	res := &resolver{stopCh: make(chan struct{}), done: make(chan struct{})}
+	rng := rand.New(rand.NewPCG(cfg.Seed^0x5eed, cfg.Seed))
+	seen := map[string]time.Time{} // park (job ID and time) -> when seen
+	go func() {
+		defer close(res.done)
+		for {
+			select {
+			case <-res.stopCh:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if res.err = res.round(ctx, c, cfg, rng, seen); res.err != nil {
+				return
+			}
+		}
+	}()
+	return res
+}
+
+func (res *resolver) round(ctx context.Context, c *Cluster, cfg Config, rng *rand.Rand, seen map[string]time.Time) error {
+	c.nodesMu.RLock()
+	defer c.nodesMu.RUnlock()
+	r, err := c.Router()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	parked, err := r.Parked(ctx)
+	if err != nil {
+		cfg.Logf("resolver: parked keys: %v", err) // a node restarting: next round
+		return nil
+	}
+	store := c.coord.Store()
+	for _, pk := range parked {
+		id := pk.JobID + "@" + pk.ParkedAt.String()
+		w := fencecheck.Write{JobID: pk.JobID, Key: pk.Key, Partition: pk.Partition, Seq: -1}
+		since, ok := seen[id]
+		if !ok {
+			seen[id] = time.Now()
+			store.Note(fencecheck.ParkSeen, w)
+			continue
+		}
+		if time.Since(since) < parkHold {
+			continue
+		}
+		ref := []string{"--key", pk.Key}
+		if pk.Key == "" {
+			ref = []string{"--job", pk.JobID}
+		}
+		if c.coord.Poisoned(pk.JobID) && rng.IntN(2) == 0 {
+			store.Note(fencecheck.Skipped, w)
+			if _, err := c.CLI(ctx, append([]string{"skip", "--reason", "chaos: poisoned"}, ref...)...); err != nil {
+				return err
+			}
+			res.skipped++
+		} else {
+			c.coord.Cure(pk.JobID)
+			store.Note(fencecheck.Retried, w)
+			if _, err := r.Retry(ctx, jobs.Ref{Key: pk.Key, JobID: pk.JobID}); err != nil {
+				return fmt.Errorf("chaos: retry %s: %w", ref, err)
+			}
+			res.retried++
+		}
+		cfg.Logf("resolver: key %q (partition %d) parked on job %s after %d attempts: %d retried, %d skipped so far",
+			pk.Key, pk.Partition, pk.JobID, pk.Attempts, res.retried, res.skipped)
+	}
+	return nil
+}
+
+// stop stops the resolver, waits for it and returns the error it
+// stopped on, if any.
+func (res *resolver) stop() error {
+	res.stopOnce.Do(func() { close(res.stopCh) })
+	<-res.done
+	return res.err
 }
 
 // fail describes a run that could not go on, with the end of the store's
@@ -376,12 +822,25 @@ func (s Summary) Table() string {
 	fmt.Fprintf(w, "jobs\t%d\n", s.Jobs)
 	fmt.Fprintf(w, "writes accepted\t%d\n", s.Accepted)
 	fmt.Fprintf(w, "stale writes rejected\t%d\n", s.Rejected)
+	fmt.Fprintf(w, "JOB_CONCURRENCY\t%d (most runs in flight at once: %d)\n", s.Concurrency, s.MaxInFlight)
+	fmt.Fprintf(w, "handler runs\t%d (%d failed on purpose)\n", s.Runs, s.Failed)
+	fmt.Fprintf(w, "jobs failing twice, then succeeding\t%d\n", s.Transient)
+	fmt.Fprintf(w, "poisoned jobs\t%d\n", s.Poisoned)
+	fmt.Fprintf(w, "parks seen\t%d (%d retried, %d skipped)\n", s.Parks, s.Retried, s.Skipped)
+	fmt.Fprintf(w, "idempotent enqueues sent twice\t%d\n", s.Idempotent)
+	fmt.Fprintf(w, "delayed jobs\t%d (first run after due: p50 %s, p99 %s)\n", s.Delayed,
+		s.DelayedLate[0].Round(time.Millisecond), s.DelayedLate[1].Round(time.Millisecond))
+	fmt.Fprintf(w, "schedule ticks (every 1s)\t%d (%d missed; due to start: p50 %s, p99 %s)\n", s.Ticks, s.TicksMissed,
+		s.TickLate[0].Round(time.Millisecond), s.TickLate[1].Round(time.Millisecond))
+	fmt.Fprintf(w, "missed ticks\t%d due while unowned, %d lost while owned; %d caught up\n", s.TicksUnowned, s.TicksLost, s.CaughtUp)
+	fmt.Fprintf(w, "ticks due while owned: due to start\tp50 %s, p99 %s\n",
+		s.TickLateOwned[0].Round(time.Millisecond), s.TickLateOwned[1].Round(time.Millisecond))
 	fmt.Fprintf(w, "violations\t%d\n", len(s.Violations))
 	fmt.Fprintf(w, "worst leaderless gap\t%s\n", s.WorstGap.Round(time.Millisecond))
 	fmt.Fprintf(w, "worst recovery after a heal\t%s\n", s.WorstRecovery.Round(time.Millisecond))
 	fmt.Fprintf(w, "wall time\t%s\n", s.Wall.Round(time.Second))
 	fmt.Fprintf(w, "\nfault\tcount\ton leader\trecovery mean\trecovery worst\n")
-	for _, k := range Kinds {
+	for _, k := range append(slices.Clone(Kinds), Term) {
 		ks := s.ByKind[k]
 		if ks == nil {
 			continue
@@ -486,7 +945,7 @@ func staleRound(ctx context.Context, in *injector, n int) (Round, error) {
 	// The next round needs the job committed.
 	if !waitFor(ctx, 30*time.Second, func() bool {
 		st, err := q.Stats(ctx)
-		return err == nil && st.Pending == 0
+		return err == nil && st.Pending == 0 && st.Delayed == 0
 	}) {
 		return round, fail(c, fmt.Sprintf("chaos: round %d: the job was not committed", n))
 	}

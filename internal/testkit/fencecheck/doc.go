@@ -53,6 +53,22 @@
 // committed under another partition's token) and KeyReordered (two jobs of
 // one key taking effect out of enqueue order).
 //
+// # Runs, parks and time
+//
+// Beside the writes, a Store keeps a log (Events) of every run's begin
+// and end (a write, or a failure the run reports) and of the operator's
+// decisions (a park seen, a retry, a skip). CheckRuns judges that log by
+// what the keys model promises of each run: never two runs of one group
+// in flight under one partition's token (KeyOverlap), no run of a job
+// before every earlier job of its group has an accepted effect or was
+// skipped (KeyEarly; ParkBroken when that earlier job was parked), no
+// delayed job begun before its due time (DelayedEarly), no tick of a
+// schedule taking effect as two jobs or twice under one token
+// (TickDuplicate), no second job for an idempotent enqueue
+// (EnqueuedTwice). CheckAll runs both checks, excusing from Lost the jobs
+// an operator skipped. A run killed mid-way reports no end: it stays in
+// flight under its token, which the daemon never uses again.
+//
 // # What it does not do
 //
 // Check judges one history against one queue that starts empty and whose

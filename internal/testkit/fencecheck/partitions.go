@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // The kinds of violation only CheckPartitions reports.
@@ -13,11 +14,25 @@ const (
 )
 
 // Job is what the enqueuer knows of one job of a partitioned queue: its
-// ordering key and the partition that key picks. A history's Seq indexes
-// a []Job.
+// ordering key and the partition that key picks, and what CheckRuns needs.
+// A history's Seq indexes a []Job.
 type Job struct {
 	Key       string
 	Partition int
+	// ID is the ID the enqueue answered; "" when unknown (then no write
+	// is judged against it).
+	ID string
+	// Idempotency is the idempotency key the job was enqueued with
+	// (twice), "" for none; Duplicates are IDs a repeated enqueue with it
+	// answered other than ID: each is a job enqueued twice.
+	Idempotency string
+	Duplicates  []string
+	// DueAt is a delayed job's due time (zero: not delayed).
+	DueAt time.Time
+	// Skipped: an operator skipped it (it went to the dead letters);
+	// Held: it was still parked, or held behind a parked job, at the end.
+	// Either excuses a job without an accepted effect from Lost.
+	Skipped, Held bool
 }
 
 // CheckPartitions judges a history of a queue of partitions partitions
@@ -41,12 +56,27 @@ type Job struct {
 //     that of a job of the same key enqueued later.
 //   - Mismatch: a write whose key is not its job's.
 //
+// A job Skipped or Held without an accepted effect is owed none: it is
+// left out of its group. A schedule's ticks (Write.Schedule) count for
+// the token rules only; CheckRuns judges the rest of them, and the
+// second job of an idempotent enqueue.
+//
 // Order between groups is not judged: the model does not promise it. With
 // one partition and no keys it is CheckBatch.
 func CheckPartitions(history []Record, jobs []Job, partitions, batch int) []Violation {
 	c := &partitionCheck{jobs: jobs, groupOf: make([]string, len(jobs)), local: make([]int, len(jobs)),
 		members: map[string][]int{}, sub: map[string][]Record{}}
+	accepted := map[int]bool{}
+	for _, r := range history {
+		if r.Accepted && r.Schedule == "" {
+			accepted[r.Seq] = true
+		}
+	}
 	for seq, j := range jobs {
+		if (j.Skipped || j.Held) && !accepted[seq] {
+			c.local[seq] = -1 // skipped or held: no effect is owed
+			continue
+		}
 		g := groupName(j, seq, partitions)
 		c.groupOf[seq], c.local[seq] = g, len(c.members[g])
 		c.members[g] = append(c.members[g], seq)
@@ -101,11 +131,20 @@ func (c *partitionCheck) split(history []Record) {
 	first := map[int]bool{} // seq -> an effect was accepted
 	lastOfKey := map[string]int{}
 	for _, r := range history {
+		if r.Schedule != "" {
+			continue // a tick: CheckRuns judges it
+		}
 		if r.Seq < 0 || r.Seq >= len(c.jobs) {
 			c.flag(Mismatch, r, "seq outside [0, %d)", len(c.jobs))
 			continue
 		}
 		j := c.jobs[r.Seq]
+		if j.Idempotency != "" && j.ID != "" && r.JobID != j.ID {
+			continue // a second job of one idempotent enqueue: CheckRuns judges it
+		}
+		if c.local[r.Seq] < 0 {
+			continue
+		}
 		if r.Key != j.Key {
 			c.flag(Mismatch, r, "job %d has key %q, the write says %q", r.Seq, j.Key, r.Key)
 			continue
@@ -164,7 +203,8 @@ func tokensByPartition(history []Record, jobs []Job) []Violation {
 	high := map[int]int64{}        // partition -> highest accepted token
 	owner := map[[2]int64]string{} // (partition, token) -> worker
 	for _, r := range history {
-		if r.Seq < 0 || r.Seq >= len(jobs) || jobs[r.Seq].Partition != r.Partition || jobs[r.Seq].Key != r.Key {
+		tick := r.Schedule != ""
+		if !tick && (r.Seq < 0 || r.Seq >= len(jobs) || jobs[r.Seq].Partition != r.Partition || jobs[r.Seq].Key != r.Key) {
 			continue
 		}
 		id := [2]int64{int64(r.Partition), r.Token}

@@ -23,7 +23,7 @@ func pw(jobs []fencecheck.Job, worker string, part int, token int64, seq int) fe
 func TestCheckPartitions(t *testing.T) {
 	// Keys a and c are partition 0's, b partition 1's; enqueue order:
 	// a0 b1 a2 c3 b4 a5.
-	jobs := []fencecheck.Job{{"a", 0}, {"b", 1}, {"a", 0}, {"c", 0}, {"b", 1}, {"a", 0}}
+	jobs := []fencecheck.Job{{Key: "a", Partition: 0}, {Key: "b", Partition: 1}, {Key: "a", Partition: 0}, {Key: "c", Partition: 0}, {Key: "b", Partition: 1}, {Key: "a", Partition: 0}}
 	p0 := func(worker string, token int64, seqs ...int) []fencecheck.Write {
 		var out []fencecheck.Write
 		for _, s := range seqs {
@@ -124,7 +124,7 @@ func TestCheckPartitionsOfOne(t *testing.T) {
 // leader; further back is a reorder. Keyless jobs of a partitioned queue
 // are each their own: in any order.
 func TestCheckPartitionsRuns(t *testing.T) {
-	jobs := []fencecheck.Job{{"a", 0}, {"a", 0}, {"a", 0}, {"a", 0}, {"", 0}, {"", 0}}
+	jobs := []fencecheck.Job{{Key: "a", Partition: 0}, {Key: "a", Partition: 0}, {Key: "a", Partition: 0}, {Key: "a", Partition: 0}, {Key: "", Partition: 0}, {Key: "", Partition: 0}}
 	at := func(worker string, token int64, seqs ...int) []fencecheck.Write {
 		var out []fencecheck.Write
 		for _, s := range seqs {

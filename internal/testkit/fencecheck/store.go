@@ -24,6 +24,15 @@ type Write struct {
 	Partition int `json:"partition,omitempty"`
 	// Key is the job's ordering key (LOCKWORKER_KEY), "" for none.
 	Key string `json:"key,omitempty"`
+	// Run names one run of the handler (one writer process): its Began,
+	// and its Wrote or Failed, carry the same Run. "" for a write that
+	// reports no run (its begin and end are then not judged).
+	Run string `json:"run,omitempty"`
+	// Schedule and ScheduledAt name the tick a schedule's job is for
+	// (LOCKWORKER_SCHEDULE, LOCKWORKER_SCHEDULED_AT); such a job has no
+	// Seq of the enqueuer's (Seq is -1).
+	Schedule    string    `json:"schedule,omitempty"`
+	ScheduledAt time.Time `json:"scheduledAt,omitzero"`
 }
 
 // Record is a write as the store saw it.
@@ -58,6 +67,7 @@ type Store struct {
 	mu       sync.Mutex
 	highest  map[int]int64 // by partition
 	history  []Record
+	events   []Event
 	accepted int
 }
 
@@ -84,7 +94,36 @@ func (s *Store) Write(w Write) Record {
 		s.accepted++
 	}
 	s.history = append(s.history, r)
+	s.note(Wrote, w, r.Accepted)
 	return r
+}
+
+// Begin records that a run of w's job began (the writer's Begin).
+func (s *Store) Begin(w Write) Event { return s.Note(Began, w) }
+
+// Fail records that the run w names ended failing, without a write.
+func (s *Store) Fail(w Write) Event { return s.Note(Failed, w) }
+
+// Note records an event of kind k; for the operator's kinds (ParkSeen,
+// Retried, Skipped) w names the job by JobID, Key and Partition.
+func (s *Store) Note(k EventKind, w Write) Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.note(k, w, false)
+}
+
+func (s *Store) note(k EventKind, w Write, accepted bool) Event {
+	e := Event{Order: len(s.events), At: s.cfg.Now(), Kind: k, Write: w, Accepted: accepted}
+	s.events = append(s.events, e)
+	return e
+}
+
+// Events returns every event so far, in the order the store saw them:
+// writes (as Wrote), begins, failures and the operator's decisions.
+func (s *Store) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.events)
 }
 
 // History returns every write so far, in arrival order.
