@@ -13,7 +13,7 @@ MODULES     := . bench deploy/prometheus
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions chaos redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions bench-time chaos redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -71,6 +71,7 @@ bench: redis-server build
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/floodbench -bin $(abspath $(BIN))
+	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
 
 ## bench-partitions: what partitions buy and cost, with 3 real replicas per
 ## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):
@@ -81,6 +82,17 @@ bench: redis-server build
 PARTITIONBENCH_FLAGS ?=
 bench-partitions: redis-server build
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
+
+## bench-time: delayed jobs, schedules and idempotent enqueue, 3
+## repetitions, one table (about 15 minutes): 10,000 delayed jobs over 100
+## keys due within 10 s on 3 replicas with PARTITIONS=16 (early starts,
+## lateness, per-key due-time order); the Redis commands/s that 10,000 jobs
+## due in an hour and 100 schedules every minute add to an idle fleet;
+## 1,000 enqueues sent twice with one Idempotency-Key across a forced
+## Sentinel failover (jobs run per key). A quick run: TIMEBENCH_FLAGS=-quick.
+TIMEBENCH_FLAGS ?=
+bench-time: redis-server build
+	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
 ## for each value of PARTITIONS (unset: "1 8": one lock, then eight
