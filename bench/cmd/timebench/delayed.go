@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
@@ -29,6 +32,13 @@ type delayedRound struct {
 	keysOut   int // keys whose runs are not in due-time order
 	jobsOut   int // jobs not at their place in their key's due-time order
 	ties      int // jobs due at the same time as the one before them in their key
+
+	// Why jobs start late on a shared host: the scheduler's view of the
+	// replicas, Redis and this process (the recorder) over the round, and
+	// the host's load.
+	replicas, redis, self schedTimes
+	load                  float64
+	bySecond              []time.Duration // p99 lateness of the jobs due in each second of the spread
 }
 
 // measureDelayed: o.jobs delayed jobs over o.keys keys on a fleet of
@@ -56,9 +66,15 @@ func measureDelayed(ctx context.Context, o options, progress io.Writer) ([]row, 
 	}
 	defer b.Close()
 
-	var p50, p99, worst, early, repeated, keysOut, ties, enq []float64
+	pids := func() (replicas []int, redisPID, self int) {
+		for _, p := range g.live {
+			replicas = append(replicas, p.PID())
+		}
+		return replicas, serverPID(ctx, r.Addr()), os.Getpid()
+	}
+	var p50, p99, worst, early, repeated, keysOut, ties, enq, waitShare, loads []float64
 	for rep := range o.reps {
-		d, err := runDelayed(ctx, o, b.Queues, rec, rep)
+		d, err := runDelayed(ctx, o, b.Queues, rec, rep, pids)
 		if err != nil {
 			return nil, fmt.Errorf("repetition %d: %w", rep+1, err)
 		}
@@ -67,6 +83,9 @@ func measureDelayed(ctx context.Context, o options, progress io.Writer) ([]row, 
 		p50, p99, worst = append(p50, msF(percentile(s, 50))), append(p99, msF(percentile(s, 99))), append(worst, msF(s[len(s)-1]))
 		early, repeated = append(early, float64(d.early)), append(repeated, float64(d.repeated))
 		keysOut, ties, enq = append(keysOut, float64(d.keysOut)), append(ties, float64(d.ties)), append(enq, msF(d.enqueue))
+		waitShare, loads = append(waitShare, float64(d.replicas.wait)/float64(d.replicas.cpu)), append(loads, d.load)
+		fmt.Fprintf(progress, "delayed %d/%d: replicas on a CPU %.0f ms, waiting for one %.0f ms; Redis %.0f / %.0f ms; this process %.0f / %.0f ms; load average %.1f; p99 lateness by second of the spread %v\n",
+			rep+1, o.reps, msF(d.replicas.cpu), msF(d.replicas.wait), msF(d.redis.cpu), msF(d.redis.wait), msF(d.self.cpu), msF(d.self.wait), d.load, msList(d.bySecond))
 		fmt.Fprintf(progress, "delayed %d/%d: enqueued in %.0f ms; lateness p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d early, %d repeated, %d keys (%d jobs) out of due order, %d ties, %d due headers differ\n",
 			rep+1, o.reps, msF(d.enqueue), p50[rep], p99[rep], worst[rep], d.early, d.repeated, d.keysOut, d.jobsOut, d.ties, d.dueHeader)
 	}
@@ -82,12 +101,24 @@ func measureDelayed(ctx context.Context, o options, progress io.Writer) ([]row, 
 		{what: "  ties: jobs due with the one before them in their key", vals: ties, note: "what checks the tie rule"},
 		{what: "  jobs run more than once", vals: repeated},
 		{what: "  enqueue of every job (EnqueueItems, 1,000 a call)", vals: enq, unit: "ms"},
+		{what: "  replicas' time runnable but waiting for a CPU ÷ their time on one", vals: waitShare, unit: "x",
+			note: "/proc/PID/task/*/schedstat over the round"},
+		{what: "  host load average (1 min) at the round's end", vals: loads, note: "2 cores"},
 	}, nil
 }
 
 // runDelayed enqueues one repetition's jobs, waits until each ran, and
 // checks the runs.
-func runDelayed(ctx context.Context, o options, router *jobs.Router, rec *recorder, rep int) (delayedRound, error) {
+func runDelayed(ctx context.Context, o options, router *jobs.Router, rec *recorder, rep int, pids func() ([]int, int, int)) (delayedRound, error) {
+	replicaPIDs, redisPID, self := pids()
+	sched := func() (replicas, redis, me schedTimes) {
+		for _, p := range replicaPIDs {
+			s := readSched(p)
+			replicas.cpu, replicas.wait = replicas.cpu+s.cpu, replicas.wait+s.wait
+		}
+		return replicas, readSched(redisPID), readSched(self)
+	}
+	r0, s0, m0 := sched()
 	rng := rand.New(rand.NewPCG(uint64(rep), 35))
 	steps := int(o.spread / dueStep)
 	start := time.Now()
@@ -121,7 +152,54 @@ func runDelayed(ctx context.Context, o options, router *jobs.Router, rec *record
 	if err := sleep(ctx, time.Second); err != nil {
 		return res, err
 	}
-	return checkDelayed(res, rec.take(), due, o.keys, rep)
+	r1, s1, m1 := sched()
+	res.replicas, res.redis, res.self, res.load = r1.sub(r0), s1.sub(s0), m1.sub(m0), loadAverage()
+	runs := rec.take()
+	res, err := checkDelayed(res, runs, due, o.keys, rep)
+	res.bySecond = lateBySecond(runs, due, base, o.spread, rep)
+	return res, err
+}
+
+// lateBySecond is the p99 lateness of the first runs of the jobs due in
+// each second after base.
+func lateBySecond(runs []delivery, due []time.Time, base time.Time, spread time.Duration, rep int) []time.Duration {
+	buckets := make([][]time.Duration, int((spread+time.Second-1)/time.Second))
+	seen := make([]bool, len(due))
+	for _, d := range runs {
+		i, err := strconv.Atoi(strings.TrimPrefix(d.payload, strconv.Itoa(rep)+"/"))
+		if err != nil || i < 0 || i >= len(due) || seen[i] {
+			continue
+		}
+		seen[i] = true
+		b := min(int(due[i].Sub(base)/time.Second), len(buckets)-1)
+		buckets[b] = append(buckets[b], d.at.Sub(due[i]))
+	}
+	out := make([]time.Duration, len(buckets))
+	for b, ls := range buckets {
+		if len(ls) > 0 {
+			slices.Sort(ls)
+			out[b] = percentile(ls, 99)
+		}
+	}
+	return out
+}
+
+// serverPID is the process ID of the redis-server at addr (0 if it does
+// not say).
+func serverPID(ctx context.Context, addr string) int {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // checkDelayed reads the runs of one repetition: lateness and early

@@ -152,9 +152,11 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 // each window holds as many ticks as the next.
 func measureWindow(ctx context.Context, c *redis.Client, rec *recorder, o options) (window, error) {
 	if o.idleWindow%o.every == 0 {
+		// The window before ends where this one should start: a few
+		// milliseconds past it still counts as the start.
 		now := time.Now()
 		start := now.Truncate(o.every).Add(o.every / 2)
-		if start.Before(now) {
+		if now.Sub(start) > o.every/10 {
 			start = start.Add(o.every)
 		}
 		if err := sleep(ctx, time.Until(start)); err != nil {

@@ -60,7 +60,7 @@ func num(v float64, unit string) string {
 	switch unit {
 	case "":
 		return s
-	case "/s":
+	case "/s", "x":
 		return s + unit
 	}
 	return s + " " + unit
@@ -95,3 +95,11 @@ func percentile(sorted []time.Duration, pct int) time.Duration {
 }
 
 func msF(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func msList(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, fmt.Sprintf("%.0f", msF(d)))
+	}
+	return "[" + strings.Join(parts, " ") + "] ms"
+}
