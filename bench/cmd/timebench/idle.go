@@ -24,8 +24,9 @@ var idlePhases = []string{"idle fleet", "+ delayed jobs due in an hour", "+ sche
 // window is one measured window: commands by name, and the deliveries
 // (schedule ticks run) seen in it.
 type window struct {
-	cmds  map[string]int64
-	ticks int
+	cmds      map[string]int64
+	ticks     int
+	sent, lua int64 // MONITOR: commands clients sent, and scripts ran
 }
 
 func (w window) all() int64 {
@@ -92,8 +93,8 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 				return nil, err
 			}
 			windows[ph] = append(windows[ph], w)
-			fmt.Fprintf(progress, "idle, %s %d/%d: %.2f commands/s, %d ticks run (%s)\n", name, rep+1, o.reps,
-				float64(w.all())/o.idleWindow.Seconds(), w.ticks, top(w.cmds, 10))
+			fmt.Fprintf(progress, "idle, %s %d/%d: %.2f commands/s (MONITOR: %.2f/s sent, %.2f/s in scripts), %d ticks run (%s)\n", name, rep+1, o.reps,
+				float64(w.all())/o.idleWindow.Seconds(), float64(w.sent)/o.idleWindow.Seconds(), float64(w.lua)/o.idleWindow.Seconds(), w.ticks, top(w.cmds, 10))
 		}
 	}
 	if err := g.waitBalanced(ctx, 10*time.Second); err != nil {
@@ -128,6 +129,20 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 		}
 		return out
 	}
+	addedSent := func(ph int) []float64 {
+		out := make([]float64, o.reps)
+		for i := range out {
+			out[i] = float64(windows[ph][i].sent-windows[0][i].sent) / s / float64(o.replicas)
+		}
+		return out
+	}
+	sentRate := func(ws []window) []float64 {
+		out := make([]float64, len(ws))
+		for i, w := range ws {
+			out[i] = float64(w.sent) / s
+		}
+		return out
+	}
 	ticks := make([]float64, o.reps)
 	for i, w := range windows[2] {
 		ticks[i] = float64(w.ticks)
@@ -142,6 +157,10 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 			note: "window i minus idle window i"},
 		{what: "  added per replica by the delayed jobs and schedules", vals: added(2), unit: "/s", target: "≤ 3/s", ok: within,
 			note: "the ticks' jobs run included"},
+		{what: "  commands sent by clients (MONITOR; a script call is one), idle fleet", vals: sentRate(windows[0]), unit: "/s"},
+		{what: "  the same with the delayed jobs and schedules", vals: sentRate(windows[2]), unit: "/s"},
+		{what: "  commands sent, added per replica by the delayed jobs", vals: addedSent(1), unit: "/s", target: "≤ 3/s", ok: within},
+		{what: "  commands sent, added per replica by the delayed jobs and schedules", vals: addedSent(2), unit: "/s", target: "≤ 3/s", ok: within},
 		{what: "  schedule ticks run in a window", vals: ticks, note: fmt.Sprintf("%d expected", int64(o.idleWindow/o.every)*int64(o.schedules))},
 	}, nil
 }
@@ -155,7 +174,8 @@ func measureWindow(ctx context.Context, c *redis.Client, rec *recorder, o option
 		// The window before ends where this one should start: a few
 		// milliseconds past it still counts as the start.
 		now := time.Now()
-		start := now.Truncate(o.every).Add(o.every / 2)
+		since := time.Duration(now.UnixNano()) % o.every // since the last tick
+		start := now.Add(-since + o.every/2)
 		if now.Sub(start) > o.every/10 {
 			start = start.Add(o.every)
 		}
@@ -163,19 +183,26 @@ func measureWindow(ctx context.Context, c *redis.Client, rec *recorder, o option
 			return window{}, err
 		}
 	}
+	mon, err := startMonitor(ctx, c.Options().Addr)
+	if err != nil {
+		return window{}, err
+	}
 	before, err := commandStats(ctx, c)
 	if err != nil {
+		mon.stop()
 		return window{}, err
 	}
 	runs := rec.count()
 	if err := sleep(ctx, o.idleWindow); err != nil {
+		mon.stop()
 		return window{}, err
 	}
 	after, err := commandStats(ctx, c)
+	sent, lua := mon.stop()
 	if err != nil {
 		return window{}, err
 	}
-	w := window{cmds: diff(after, before), ticks: rec.count() - runs}
+	w := window{cmds: diff(after, before), ticks: rec.count() - runs, sent: sent, lua: lua}
 	w.cmds["info"]-- // the INFO that read before
 	if w.cmds["info"] <= 0 {
 		delete(w.cmds, "info")
