@@ -57,37 +57,15 @@ func describe(idem string, a [2]answer, runs []delivery, start time.Time) string
 	return b.String()
 }
 
-// measureIdempotent: a Sentinel group, o.replicas replicas with
-// REDIS_MIN_REPLICAS=1, and per repetition o.enqueues idempotency keys
-// each POSTed twice at once, a failover forced half-way.
+// measureIdempotent: per repetition a Sentinel group, o.replicas
+// replicas with REDIS_MIN_REPLICAS=1, and o.enqueues idempotency keys
+// each POSTed twice at once, a failover forced half-way. Each repetition
+// starts afresh: a second SENTINEL FAILOVER soon after the first was
+// seen to be accepted and never carried out.
 func measureIdempotent(ctx context.Context, o options, progress io.Writer) ([]row, error) {
-	f := fleet.New(ctx)
-	defer f.Close()
-	sg, err := f.StartSentinelGroup(ctx, fleet.SentinelSpec{})
-	if err != nil {
-		return nil, err
-	}
-	rec, err := startRecorder()
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Close()
-	env := append([]string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=" + sg.Master,
-		"REDIS_URLS=" + strings.Join(sg.SentinelURLs(), ","), "REDIS_MIN_REPLICAS=1", "JOBS_TOKEN=" + jobsToken,
-		"JOB_HANDLER=http", "JOB_URL=" + rec.url, "LOG_LEVEL=warn"}, fastTimings...)
-	g, err := startGroup(ctx, f, o.bin, "tb-idem", o.replicas, o.parts, env, time.Minute)
-	if err != nil {
-		return nil, err
-	}
 	var jobsRun, missing, doubled, unacked, reruns, refused, split []float64
 	for rep := range o.reps {
-		if err := sg.WaitStable(ctx); err != nil {
-			return nil, err
-		}
-		if err := g.waitBalanced(ctx, time.Minute); err != nil {
-			return nil, err
-		}
-		d, err := runIdempotent(ctx, o, sg, g, rec, rep)
+		d, err := idempotentRound(ctx, o, rep)
 		if err != nil {
 			return nil, fmt.Errorf("repetition %d: %w", rep+1, err)
 		}
@@ -112,6 +90,30 @@ func measureIdempotent(ctx context.Context, o options, progress io.Writer) ([]ro
 		{what: "  503 answers retried", vals: refused, note: "what the failover cost the senders"},
 		{what: "  pairs whose two answers named different jobs", vals: split},
 	}, nil
+}
+
+// idempotentRound starts the servers and the fleet of one repetition and
+// runs it.
+func idempotentRound(ctx context.Context, o options, rep int) (idemRound, error) {
+	f := fleet.New(ctx)
+	defer f.Close()
+	sg, err := f.StartSentinelGroup(ctx, fleet.SentinelSpec{})
+	if err != nil {
+		return idemRound{}, err
+	}
+	rec, err := startRecorder()
+	if err != nil {
+		return idemRound{}, err
+	}
+	defer rec.Close()
+	env := append([]string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=" + sg.Master,
+		"REDIS_URLS=" + strings.Join(sg.SentinelURLs(), ","), "REDIS_MIN_REPLICAS=1", "JOBS_TOKEN=" + jobsToken,
+		"JOB_HANDLER=http", "JOB_URL=" + rec.url, "LOG_LEVEL=warn"}, fastTimings...)
+	g, err := startGroup(ctx, f, o.bin, "tb-idem", o.replicas, o.parts, env, time.Minute)
+	if err != nil {
+		return idemRound{}, err
+	}
+	return runIdempotent(ctx, o, sg, g, rec, rep)
 }
 
 // runIdempotent sends one repetition's pairs, forces the failover when
