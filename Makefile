@@ -61,7 +61,8 @@ test:
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
 ## about 11 minutes); a flood of half-open connections against one replica
-## (about 30 seconds). The bench is a module of its own
+## (about 30 seconds); delayed jobs, schedules and idempotent enqueue
+## (bench-time, about 12 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -84,7 +85,7 @@ bench-partitions: redis-server build
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 
 ## bench-time: delayed jobs, schedules and idempotent enqueue, 3
-## repetitions, one table (about 15 minutes): 10,000 delayed jobs over 100
+## repetitions, one table (about 12 minutes): 10,000 delayed jobs over 100
 ## keys due within 10 s on 3 replicas with PARTITIONS=16 (early starts,
 ## lateness, per-key due-time order); the Redis commands/s that 10,000 jobs
 ## due in an hour and 100 schedules every minute add to an idle fleet;
