@@ -140,9 +140,9 @@ func runDelayed(ctx context.Context, o options, router *jobs.Router, rec *record
 		return res, fmt.Errorf("the enqueue took %s, longer than -lead %s: the first jobs fell due before the last were enqueued", res.enqueue, o.lead)
 	}
 	limit := time.Now().Add(o.lead + o.spread + time.Minute)
-	for rec.distinctJobs() < o.jobs {
+	for rec.distinct(jobIDOf) < o.jobs {
 		if time.Now().After(limit) {
-			return res, fmt.Errorf("%d of %d jobs ran within a minute of the last due time", rec.distinctJobs(), o.jobs)
+			return res, fmt.Errorf("%d of %d jobs ran within a minute of the last due time", rec.distinct(jobIDOf), o.jobs)
 		}
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return res, err

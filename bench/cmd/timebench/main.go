@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.idleFast, "idle-fast", false, "idle: LOCK_TTL=2s RENEW_INTERVAL=500ms RETRY_INTERVAL=1s instead of the defaults (a fleet that balances in seconds; not the idle figure)")
 	fs.IntVar(&o.enqueues, "enqueues", 1000, "idem: idempotency keys, each sent twice at once")
 	fs.DurationVar(&o.sendOver, "send-over", 10*time.Second, "idem: the pairs are sent evenly over this")
-	quick := fs.Bool("quick", false, "one repetition, 10 s of idle settling (about 5 minutes in all)")
+	quick := fs.Bool("quick", false, "one repetition, 10 s of idle settling (about 4 minutes in all)")
 	only := fs.String("only", "delayed,idle,idem", "parts to run, comma-separated: delayed, idle, idem")
 	if err := fs.Parse(args); err != nil {
 		return err

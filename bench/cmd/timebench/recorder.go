@@ -78,16 +78,20 @@ func (r *recorder) count() int {
 	return len(r.runs)
 }
 
-// distinctJobs is how many different jobs arrived since the last take.
-func (r *recorder) distinctJobs() int {
+// distinct is how many different values of of the deliveries since the
+// last take have.
+func (r *recorder) distinct(of func(delivery) string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make([]string, len(r.runs))
+	vs := make([]string, len(r.runs))
 	for i, d := range r.runs {
-		ids[i] = d.jobID
+		vs[i] = of(d)
 	}
-	slices.Sort(ids)
-	return len(slices.Compact(ids))
+	slices.Sort(vs)
+	return len(slices.Compact(vs))
 }
+
+func jobIDOf(d delivery) string   { return d.jobID }
+func payloadOf(d delivery) string { return d.payload }
 
 func (r *recorder) Close() error { return r.srv.Close() }
