@@ -26,6 +26,7 @@ func (l lease) Valid() bool         { return true }
 // partition; requeue --tail puts it back; retry of a key not parked is
 // an error.
 func TestParkedRetrySkip(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	for _, payload := range []string{"bad", "next"} {
