@@ -28,6 +28,10 @@ var (
 var binary, writer string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // the unit tier: cluster skips whatever would use the binaries
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "lockworker-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,6 +66,9 @@ func TestMain(m *testing.M) {
 // directory named in the output when the test fails.
 func cluster(t *testing.T) chaos.ClusterConfig {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts redis-server and lockworker processes (skipped with -short)")
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}
