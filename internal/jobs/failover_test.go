@@ -24,6 +24,7 @@ import (
 // one is being demoted) is retried; it may stay behind as a duplicate,
 // which at-least-once allows, but it is not counted as acknowledged.
 func TestNoAcknowledgedEnqueueLostToSentinelFailover(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinelGroup(t, fleet.SentinelSpec{})
 	ctx := t.Context()
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
