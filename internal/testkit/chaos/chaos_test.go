@@ -89,6 +89,7 @@ func cluster(t *testing.T) chaos.ClusterConfig {
 // TestChaos is the fault-injection suite: with fencing on, no violation
 // over every fault, and at least one stale write rejected.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, Faults: *faults, Logf: t.Logf}
 	cfg.Cluster.Batch, cfg.Cluster.Partitions = *batch, *parts
 	if cfg.Seed == 0 {
@@ -113,6 +114,7 @@ func TestChaos(t *testing.T) {
 // the three replicas: each partition's tokens and each key's order are
 // checked (fencecheck.CheckPartitions). make chaos runs the long one.
 func TestChaosPartitions(t *testing.T) {
+	t.Parallel()
 	if *long {
 		t.Skip("the long run is TestChaos only (make chaos PARTITIONS=8)")
 	}
@@ -157,6 +159,7 @@ func checkRun(t *testing.T, cfg chaos.Config) {
 // then writes is flagged every time; with fencing on the same write is
 // rejected and the history is clean.
 func TestCheckerCatchesUnfencedStaleWrites(t *testing.T) {
+	t.Parallel()
 	if *long {
 		t.Skip("the long run is TestChaos only")
 	}
