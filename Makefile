@@ -13,7 +13,7 @@ MODULES     := . bench deploy/prometheus
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions bench-time chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test test-short fmt-check fmt vet lint bench bench-partitions bench-time chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -36,20 +36,40 @@ demo: redis-server build
 ## chromium for the dashboard; the alert rules' with Prometheus's own code
 ## (deploy/prometheus, without -race: it runs Prometheus's code over three
 ## files, and -race would double the first build of its ~700 packages).
-## Installs redis-tools and chromium when missing, saying so first
-## (.ci/apt-install). Runs every module even when one fails, and fails at
-## the end, naming them.
+## The three modules run at once (their tests mostly wait on processes):
+## the daemon's output streams, the others' follows when they end. Within a
+## package, process tests run TEST_PARALLEL at a time (t.Parallel; go's
+## default is one per core). Installs redis-tools and chromium when
+## missing, saying so first (.ci/apt-install). Runs every module even when
+## one fails, and fails at the end, naming them.
+## test-short: the unit tier (go test -short: no child processes), about a
+## minute.
+TEST_PARALLEL ?= 4
 test:
 	@.ci/apt-install redis-server chromium
-	@start=$$(date +%s); failed=; \
+	@start=$$(date +%s); failed=; logs=$$(mktemp -d); \
 	for m in $(MODULES); do \
 		race=-race; [ $$m = deploy/prometheus ] && race=; \
-		echo "== $$m: go test $$race -count=1 ./..."; \
-		(cd $$m && $(GO) test $$race -count=1 ./...) || failed="$$failed $$m"; \
+		cmd="go test $$race -count=1 -parallel $(TEST_PARALLEL) ./..."; \
+		if [ $$m = . ]; then echo "== $$m: $$cmd"; continue; fi; \
+		log=$$logs/$$(echo $$m | tr / _); \
+		(cd $$m && $(GO) test $$race -count=1 -parallel $(TEST_PARALLEL) ./... >$$log 2>&1; echo $$? >$$log.rc) & \
+		echo "== $$m: $$cmd (alongside; its output follows the daemon's)"; \
 	done; \
+	$(GO) test -race -count=1 -parallel $(TEST_PARALLEL) ./... || failed=" ."; \
+	wait; \
+	for m in $(MODULES); do \
+		[ $$m = . ] && continue; \
+		log=$$logs/$$(echo $$m | tr / _); \
+		echo "== $$m:"; cat $$log; [ "$$(cat $$log.rc)" = 0 ] || failed="$$failed $$m"; \
+	done; \
+	rm -rf $$logs; \
 	took=$$(( $$(date +%s) - start )); took="$$((took / 60))m$$((took % 60))s"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED in$$failed after $$took (see the FAIL lines above)"; exit 1; fi; \
 	echo "make test: every module passed ($(MODULES)) in $$took"
+
+test-short:
+	@set -e; for m in $(MODULES); do echo "== $$m: go test -short ./..."; (cd $$m && $(GO) test -short -count=1 ./...); done
 
 ## bench: lockworker's lock against bsm/redislock and redsync, and the idle
 ## cost of a leader and a follower (about 3 minutes; BENCH_FLAGS=-idle=10s

@@ -54,6 +54,7 @@ func TestReplicasTableQuotes(t *testing.T) {
 // with them in its error; `lockworker deadletters` prints them quoted,
 // never raw.
 func TestDeadLettersQuoteEscapes(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	script := filepath.Join(t.TempDir(), "escape.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '\\033[2J\\033]0;pwned\\007' >&2\nexit 1\n"), 0o755); err != nil {

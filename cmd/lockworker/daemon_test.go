@@ -22,6 +22,7 @@ import (
 // one leads, and a follower's /status names it; SIGTERM hands over; kill -9
 // fails over after the lease.
 func TestHandoverAndFailover(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	a := startWorker(t, "worker-a", env...)
@@ -96,6 +97,7 @@ func TestHandoverAndFailover(t *testing.T) {
 // TestStartsBeforeRedis: a worker started while Redis is down keeps
 // retrying and leads once Redis is up, without a restart.
 func TestStartsBeforeRedis(t *testing.T) {
+	processTest(t)
 	port := redistest.FreePort(t)
 	w := startWorker(t, "early", fastEnv("redis://127.0.0.1:"+strconv.Itoa(port))...)
 	poll.Until(t, 5*time.Second, "a failed attempt logged", func() bool {
@@ -117,6 +119,7 @@ func TestStartsBeforeRedis(t *testing.T) {
 // its lease stops its work when it wakes, before it does anything else as
 // leader, while another replica has taken over.
 func TestPausedLeaderStopsWorkFirst(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	a := startWorker(t, "paused", env...)
@@ -178,6 +181,7 @@ func TestPausedLeaderStopsWorkFirst(t *testing.T) {
 // TestSecondSignalExitsAtOnce: while a shutdown waits on work that will not
 // stop, a second SIGTERM ends the process at once.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	dir := t.TempDir()
 	script, running := filepath.Join(dir, "stubborn.sh"), filepath.Join(dir, "running")
@@ -212,6 +216,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 // TestBadConfigExitsTwo: invalid settings print one message naming the
 // variable and exit with code 2.
 func TestBadConfigExitsTwo(t *testing.T) {
+	processTest(t)
 	tests := map[string]string{
 		"RENEW_INTERVAL=8s":    "RENEW_INTERVAL",
 		"REDIS_URLS=mongo://x": "REDIS_URLS",
@@ -253,6 +258,7 @@ func TestBadConfigExitsTwo(t *testing.T) {
 // of one run, each on a line of its own naming it, in words (not
 // strconv's), and exits 2 without starting.
 func TestBadConfigReportsEveryVariable(t *testing.T) {
+	processTest(t)
 	cmd := exec.Command(binary)
 	cmd.Env = []string{"PORT=abc", "WORKER_ID=two words", "RENEW_INTERVAL=LOCK_TTL", "JOBS_TOKEN=short"}
 	out, err := cmd.CombinedOutput()

@@ -55,6 +55,7 @@ func (w *worker) post(t *testing.T, path, auth string) int {
 // hands over, and a dead letter's requeue button (queue paused from the
 // page) moves it back to the queue. No token shows anywhere.
 func TestDashboardFleet(t *testing.T) {
+	processTest(t)
 	browsertest.Exec(t)
 	r := redistest.Start(t, redistest.Options{})
 	// A job whose payload is "fail" fails (grep finds no other line), into
@@ -269,6 +270,7 @@ func names(ws []*worker) []string {
 // replica, every partition goes to the one left, on the page too,
 // without a reload.
 func TestDashboardPartitions(t *testing.T) {
+	processTest(t)
 	browsertest.Exec(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := partitionsEnv(r.URL(), 4, t.TempDir())

@@ -17,6 +17,7 @@ import (
 // TestDeadLettersAndRequeue: a job whose command fails is dead-lettered with
 // its error; `deadletters` shows it and `requeue` puts it back as a new job.
 func TestDeadLettersAndRequeue(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOB_HANDLER=exec", "JOB_COMMAND=false", "JOB_MAX_ATTEMPTS=1", "JOB_ON_FAILURE=dead-letter")
 	w := startWorker(t, "dl", env...)
@@ -56,6 +57,7 @@ func TestDeadLettersAndRequeue(t *testing.T) {
 // signalled once the leader's lease runs out (Redis frozen, so no renew can
 // succeed), and the replica stops working.
 func TestExecChildStoppedWhenLeadershipIsLost(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	script := filepath.Join(t.TempDir(), "long.sh")

@@ -78,6 +78,7 @@ func assertGone(t *testing.T, pids []int) {
 }
 
 func TestDemo(t *testing.T) {
+	processTest(t)
 	out, err := runDemoBinary(t, 90*time.Second, nil)
 	t.Logf("demo output:\n%s", out)
 	if err != nil {
@@ -116,6 +117,7 @@ func TestDemo(t *testing.T) {
 // led elsewhere, a kill -9 whose partitions are taken once their leases
 // ran out, keyed jobs finished; everything stopped.
 func TestDemoPartitions(t *testing.T) {
+	processTest(t)
 	out, err := runDemoBinary(t, 120*time.Second, nil, "--partitions", "8")
 	t.Logf("demo output:\n%s", out)
 	if err != nil {
@@ -160,6 +162,7 @@ func TestDemoPartitions(t *testing.T) {
 // TestDemoCtrlC interrupts the demo while replicas run and checks that it
 // stops every one of them, and its Redis, and says so.
 func TestDemoCtrlC(t *testing.T) {
+	processTest(t)
 	out, err := runDemoBinary(t, 60*time.Second, func(cmd *exec.Cmd, out string) bool {
 		if !strings.Contains(out, "leads with fencing token") {
 			return false
@@ -181,6 +184,7 @@ func TestDemoCtrlC(t *testing.T) {
 // TestDemoKilled kill -9s the demo itself: the kernel kills its replicas
 // and its Redis (Pdeathsig).
 func TestDemoKilled(t *testing.T) {
+	processTest(t)
 	out, _ := runDemoBinary(t, 60*time.Second, func(cmd *exec.Cmd, out string) bool {
 		if !strings.Contains(out, "leads with fencing token") {
 			return false
@@ -225,6 +229,7 @@ func TestDemoRejectsBadArguments(t *testing.T) {
 // TestDemoWithoutRedisServer: with no redis-server on PATH the demo stops
 // at once, says how to install it, exits 1 and leaves nothing running.
 func TestDemoWithoutRedisServer(t *testing.T) {
+	processTest(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "demo")

@@ -75,6 +75,7 @@ func TestReadmeListsEveryVariable(t *testing.T) {
 // publish); then a start after FLUSHALL under the running replica (the
 // listeners counted). Redis must deny nothing.
 func TestACLUserFromDocs(t *testing.T) {
+	processTest(t)
 	line := regexp.MustCompile(`(?m)^\s*(ACL SETUSER lockworker .*)$`).FindStringSubmatch(doc(t, "docs/operations.md"))
 	if line == nil {
 		t.Fatal("docs/operations.md has no ACL SETUSER lockworker line")

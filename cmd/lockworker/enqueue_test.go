@@ -24,6 +24,7 @@ import (
 // start with a dash, and every payload is held to 1 byte .. 1 MiB, from
 // arguments or stdin.
 func TestEnqueueArguments(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	var out strings.Builder
@@ -56,6 +57,7 @@ func TestEnqueueArguments(t *testing.T) {
 // order, and prints their IDs in that order; a bad line, a broken limit or
 // a misuse exits 2, names the line and enqueues nothing.
 func TestEnqueueLines(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})
@@ -123,6 +125,7 @@ func TestEnqueueLines(t *testing.T) {
 // `enqueue --lines` feed the same queue, and the leader runs every job once,
 // in line order, batch after batch; a refused batch leaves no job.
 func TestBulkEnqueueProcessed(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	effects := filepath.Join(t.TempDir(), "effects")
 	script := filepath.Join(t.TempDir(), "effect.sh")
@@ -217,6 +220,7 @@ func TestBulkEnqueueProcessed(t *testing.T) {
 // and the ways out, for one job and for --lines (whose jobs are in the
 // queue too: not "nothing enqueued").
 func TestEnqueueNotAcknowledgedNamesTheSetting(t *testing.T) {
+	processTest(t)
 	c := redistest.StartCluster(t, fleet.ClusterSpec{ReplicasPerMaster: -1})
 	env := append(fastEnv(""), "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
 	for _, tc := range []struct {
@@ -252,6 +256,7 @@ func TestEnqueueNotAcknowledgedNamesTheSetting(t *testing.T) {
 // refused with a message naming the key (exit 2, 400), and nothing is
 // enqueued; the same key left out enqueues a job without one.
 func TestKeysRefusedEverywhere(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
 	q, err := jobs.New(jobs.Config{Client: r.Client(), Keys: keys(t).Lease()})

@@ -17,6 +17,7 @@ import (
 // and every job is processed without a restart, within about one
 // LOCK_TTL of the raise.
 func TestEpochRaiseRepairsTheFleet(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL()) // LOCK_TTL=2s, WORK_DURATION=50ms
 	a := startWorker(t, "repair-a", env...)

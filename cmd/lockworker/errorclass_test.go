@@ -80,7 +80,9 @@ func noHandlerOutput(t *testing.T, w *worker, want ...string) {
 // reader without the admin token sees their classes and the job's ID,
 // never the output; with the token, the errors in full.
 func TestHandlerOutputNotShownToStrangers(t *testing.T) {
+	processTest(t)
 	t.Run("exec", func(t *testing.T) {
+		t.Parallel()
 		r := redistest.Start(t, redistest.Options{})
 		script := filepath.Join(t.TempDir(), "echo.sh")
 		if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >&2\nexit 3\n"), 0o755); err != nil {
@@ -95,6 +97,7 @@ func TestHandlerOutputNotShownToStrangers(t *testing.T) {
 		noHandlerOutput(t, w, `"class":"exit code 3"`)
 	})
 	t.Run("http", func(t *testing.T) {
+		t.Parallel()
 		r := redistest.Start(t, redistest.Options{})
 		var n atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 // TestEvictingRedisExit2: the daemon on a Redis that evicts keys exits 2
 // at start-up with a message naming the node, its policy and the fix.
 func TestEvictingRedisExit2(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
 	var out strings.Builder
 	err := runCLI(t, nil, append(fastEnv(r.URL()), "WORKER_ID=w1", fmt.Sprint("PORT=", redistest.FreePort(t))), &out)
@@ -29,6 +30,7 @@ func TestEvictingRedisExit2(t *testing.T) {
 // whose memory is full exits non-zero (1: Redis refused, not the input)
 // and says Redis is full, for one job and for --lines.
 func TestEnqueueOnFullRedis(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}})
 	env := fastEnv(r.URL())
 	payload := strings.Repeat("x", 256<<10)

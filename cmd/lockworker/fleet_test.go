@@ -52,6 +52,7 @@ func waitEnded(t *testing.T, env []string, after int64, reason string) historyRe
 // (the epoch raised past the leader's token). Pause and resume show in
 // status, /status and the metrics.
 func TestFleetRegistryAndHistory(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL()) // RENEW_INTERVAL=400ms: records live 1.2s
 	ws := []*worker{startWorker(t, "fleet-1", env...)}

@@ -66,6 +66,7 @@ func nofileOf(t *testing.T, pid int) uint64 {
 // replica has closed, so the test needs descriptors only for what the
 // replica keeps.
 func TestHalfOpenFlood(t *testing.T) {
+	processTest(t)
 	if nofile := raiseNofile(t); nofile < 4096 {
 		t.Skipf("RLIMIT_NOFILE hard limit %d: the flood wants at least 4096 descriptors in this process and the replica (raise it: ulimit -Hn, or the container's nofile ulimit)", nofile)
 	}

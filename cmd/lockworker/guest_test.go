@@ -32,6 +32,7 @@ while :; do echo "$LOCKWORKER_FENCING_TOKEN $(date +%s%N)" >> "$OUT"; sleep 0.05
 // which comes before the key can expire in Redis. LOCKWORKER_LINKCUTS=20
 // measures more cuts (the gaps are logged).
 func TestCommandDeadBeforeNextLeaderWrites(t *testing.T) {
+	processTest(t)
 	cuts := 3
 	if n, err := strconv.Atoi(os.Getenv("LOCKWORKER_LINKCUTS")); err == nil && n > 0 {
 		cuts = n
@@ -132,6 +133,7 @@ func effects(t *testing.T, path string) map[int64][]time.Time {
 // background grandchild (and that one a child of its own), then kill -9 of
 // the daemon: nothing of the command's tree is left after 1s.
 func TestDaemonKilledLeavesNoCommand(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	dir := t.TempDir()
 	pids, script := filepath.Join(dir, "pids"), filepath.Join(dir, "bg.sh")

@@ -285,6 +285,7 @@ func (w *worker) linesSince(at time.Time) []string {
 // leadership up, and the store's data holds no stale write. No secret
 // (JOB_URL_TOKEN, the URL's password) reaches a log line.
 func TestHTTPHandlerFencedByTheExampleStore(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	store := startExampleStore(t)
 	proxy := startHoldProxy(t, strings.TrimPrefix(store.url, "http://"))
@@ -388,6 +389,7 @@ func TestHTTPHandlerFencedByTheExampleStore(t *testing.T) {
 // operator raises the epoch past the store's fence and retries the key,
 // the job is applied as its first attempt.
 func TestHTTPHandlerStoreAheadOfTheEpoch(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	store := startExampleStore(t)
 	req, _ := http.NewRequest(http.MethodPost, store.url+"/jobs", strings.NewReader("seed"))
@@ -459,6 +461,7 @@ func TestHTTPHandlerStoreAheadOfTheEpoch(t *testing.T) {
 // checked before anything starts, each refusal naming its variable and
 // never the URL's password.
 func TestHTTPHandlerBadSettingsExitTwo(t *testing.T) {
+	processTest(t)
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "garbage.pem")
 	if err := os.WriteFile(garbage, []byte("not a certificate\n"), 0o600); err != nil {

@@ -57,6 +57,7 @@ func noStaleWorking(t *testing.T, epoch int64, ws ...*worker) {
 // rejects its writes as stale; it gives its leadership up and the fleet
 // processes every job, under a new token, without a restart.
 func TestEpochPushedBehindTheLeader(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	a := startWorker(t, "push-a", env...)
@@ -90,6 +91,7 @@ func TestEpochPushedBehindTheLeader(t *testing.T) {
 // jobs after it are processed, and the leader neither crashes nor gives
 // its leadership up. Each panic's stack is logged once.
 func TestHandlerPanicIsDeadLettered(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOB_MAX_ATTEMPTS=2", "JOB_ON_FAILURE=dead-letter", "LOCKWORKER_FAULTS=handler-panic")
 	w := startWorker(t, "panicky", env...)
@@ -134,6 +136,7 @@ var retryArmed = regexp.MustCompile(`retry timer armed.* retryInMs=(\d+)`)
 // between leaderships grow with each quick failure instead of flapping,
 // and the replica's own release notices do not cut them short.
 func TestWorkPanicBacksOff(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOCKWORKER_FAULTS=work-panic") // RETRY_INTERVAL=500ms
 	w := startWorker(t, "doomed", env...)
@@ -179,6 +182,7 @@ func TestWorkPanicBacksOff(t *testing.T) {
 // acquire raises the epoch past t first (the highest token it observed),
 // and it says once, at ERROR, that Redis lost its data.
 func TestTokensNeverGoBackwardsAfterDataLoss(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	c := r.Client()
@@ -209,6 +213,7 @@ func TestTokensNeverGoBackwardsAfterDataLoss(t *testing.T) {
 // TestSIGHUPStopsLikeSIGTERM: a SIGHUPed leader releases the lock (with
 // its notice) and exits 0, so the fleet is not blocked for a lease.
 func TestSIGHUPStopsLikeSIGTERM(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOCK_TTL=20s", "RENEW_INTERVAL=5s", "RETRY_INTERVAL=30s")
 	a := startWorker(t, "hup-a", env...)

@@ -72,6 +72,7 @@ func idleConn(t *testing.T, w *worker) net.Conn {
 // probes answer, and jobs that each start a process (descriptors: pipes)
 // keep committing, none dead-lettered.
 func TestIdleConnectionsDoNotStarveTheReplica(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	const maxConns, crowd = 32, 320
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "HTTP_MAX_CONNS="+strconv.Itoa(maxConns),
@@ -163,6 +164,7 @@ func postSlowly(t *testing.T, w *worker, n int) (finish func() int) {
 // all are being read, another POST /jobs is refused with 503 and
 // Retry-After before its body is read; once they are done, it goes in.
 func TestBodiesInFlightAreBounded(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	const bound = 8 << 20
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOBS_TOKEN="+testJobsToken,
@@ -230,6 +232,7 @@ func firstFreeFD(t *testing.T, pid int) int {
 // after a few it gives its leadership up; the healthy replica takes over
 // and runs every job.
 func TestHostFaultMovesTheLeadership(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "JOB_HANDLER=exec", "JOB_COMMAND=cat", "JOB_MAX_ATTEMPTS=1")
 	sick := startWorker(t, "worker-sick", env...)
@@ -279,6 +282,7 @@ func commandsProcessed(t *testing.T, r *redistest.Server) int64 {
 // times each cost Redis about one snapshot's commands, not one per
 // request (a snapshot is about 19 commands).
 func TestSnapshotReadersShareOneRead(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info")
 	w := startWorker(t, "worker-1", env...)
@@ -347,6 +351,7 @@ func openEvents(t *testing.T, w *worker, from string, admin bool) int {
 // then a request bearing the admin token still gets a stream while
 // another address is refused.
 func TestStreamsCappedPerClient(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info", "ADMIN_TOKEN="+testAdminToken)
 	w := startWorker(t, "worker-1", env...)

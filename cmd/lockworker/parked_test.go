@@ -28,6 +28,7 @@ func (l lease) Valid() bool         { return true }
 // partition, and history as a SKIPPED row (text and JSON); requeue --tail puts it back; retry of a key not parked is
 // an error.
 func TestParkedRetrySkip(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	for _, payload := range []string{"bad", "next"} {

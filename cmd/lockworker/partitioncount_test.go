@@ -17,6 +17,7 @@ import (
 // and one with 1, are refused too; the fleet records its count again,
 // says so, and its commands keep working.
 func TestPartitionCountDefended(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := partitionsEnv(r.URL(), 8, t.TempDir())
 	a := startWorker(t, "pc-a", env...)

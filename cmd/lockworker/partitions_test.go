@@ -96,6 +96,7 @@ func whyNot(t *testing.T, w *worker, p int) {
 // leases ran out, one that joins takes its share; a replica or command
 // configured with another partition count is refused.
 func TestPartitionsShareTheFleet(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	dir := t.TempDir()
 	env := partitionsEnv(r.URL(), 8, dir)
@@ -183,6 +184,7 @@ func TestPartitionsShareTheFleet(t *testing.T) {
 // `lockworker partitions` names their owners), each key's jobs run in
 // order, a SIGTERM hands the leaver's partitions over.
 func TestPartitionsOnEveryTopology(t *testing.T) {
+	processTest(t)
 	for _, tc := range []struct {
 		name string
 		env  func(t *testing.T) []string
@@ -204,6 +206,7 @@ func TestPartitionsOnEveryTopology(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each topology its own
 			dir := t.TempDir()
 			env := append(partitionsEnv("", 4, dir), tc.env(t)...) // the later REDIS_URLS wins
 			a := startWorker(t, "pt-a", env...)
@@ -255,6 +258,7 @@ func TestPartitionsOnEveryTopology(t *testing.T) {
 // job is there to claim (an idle leader with partitions looks by itself
 // only every two minutes).
 func TestPartitionNoticesOnCluster(t *testing.T) {
+	processTest(t)
 	c := redistest.StartCluster(t, fleet.ClusterSpec{})
 	dir := t.TempDir()
 	env := append(partitionsEnv("", 4, dir), "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
@@ -301,6 +305,7 @@ func keyOf(n, p int) string {
 // their age, as the metrics do; with one partition it is the one lock
 // and queue.
 func TestPartitionsCommand(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := partitionsEnv(r.URL(), 4, t.TempDir())
 	a := startWorker(t, "pc-a", env...)

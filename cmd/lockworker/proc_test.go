@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // the unit tier: processTest skips whatever would use the binary
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "lockworker-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -56,6 +61,18 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// processTest marks a test that starts processes (lockworker, redis-server,
+// the demo, a store): -short skips it, and it runs in parallel with the
+// others, each owning its ports, redis-servers, directories and
+// environment (passed per process, never t.Setenv).
+func processTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes (skipped with -short)")
+	}
+	t.Parallel()
 }
 
 // worker is one lockworker process owned by a test.

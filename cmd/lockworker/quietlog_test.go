@@ -19,6 +19,7 @@ import (
 // from the metrics, not the log. No release notice wakes the follower
 // while nothing is released. A change of leader still logs at INFO.
 func TestIdleFleetLogsQuietly(t *testing.T) {
+	processTest(t)
 	const rounds = 5
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOG_LEVEL=info")

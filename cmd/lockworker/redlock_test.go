@@ -18,6 +18,7 @@ import (
 // leader's release notice wakes the follower, which takes over at once
 // instead of waiting out the lease (10s) or its retry interval (30s).
 func TestRedlockHandoverByNotice(t *testing.T) {
+	processTest(t)
 	var urls []string
 	for range 3 {
 		urls = append(urls, redistest.Start(t, redistest.Options{}).URL())

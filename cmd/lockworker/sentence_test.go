@@ -23,6 +23,7 @@ var ourPackages = regexp.MustCompile(`\b(jobs|redislock|operator|backend|roster|
 // letter"): a dead letter that does not exist, nobody leading, a bad key,
 // no replica on PORT, an ACL that forbids writes, keys of the wrong type.
 func TestCLIErrorsAreOneSentence(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "LOCK_KEY=sentences")
 	keys := keyspace.MustNew("sentences")

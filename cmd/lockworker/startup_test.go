@@ -16,6 +16,7 @@ import (
 // good makes it exit 2 at start-up with a message naming REDIS_URLS and
 // the node, never the password, instead of retrying forever.
 func TestPermanentRedisErrorsExitTwo(t *testing.T) {
+	processTest(t)
 	locked := redistest.Start(t, redistest.Options{})
 	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "right-pw").Err(); err != nil {
 		t.Fatal(err)
@@ -59,6 +60,7 @@ func TestPermanentRedisErrorsExitTwo(t *testing.T) {
 // Redis says so in one line of its own, naming the node and REDIS_URLS,
 // and prints none of go-redis's log lines.
 func TestCLIReportsRedisErrorsItself(t *testing.T) {
+	processTest(t)
 	addr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 	want := "lockworker: cannot reach Redis at " + addr + " (REDIS_URLS): connection refused"
 	for _, args := range [][]string{{"status"}, {"history"}, {"enqueue", "x"}, {"epoch"}, {"deadletters"},

@@ -36,6 +36,7 @@ func (w *worker) postBody(t *testing.T, path string) (int, string) {
 // (409) and asks token 2's leader nothing; `lockworker stepdown --token 1`
 // then fails the same way, and --token 2 hands over.
 func TestStepDownNamesItsLeadership(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "ADMIN_TOKEN="+testAdminToken)
 	a := startWorker(t, "sd-a", env...)
@@ -90,6 +91,7 @@ func TestStepDownNamesItsLeadership(t *testing.T) {
 // instead of stepping partition 0 down; with one, that partition's
 // leader steps down.
 func TestStepDownNeedsThePartition(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(partitionsEnv(r.URL(), 4, t.TempDir()), "ADMIN_TOKEN="+testAdminToken)
 	a := startWorker(t, "sdp-a", env...)

@@ -45,6 +45,7 @@ func effectLines(t *testing.T, path string) []string {
 // LOCKWORKER_SCHEDULE and LOCKWORKER_SCHEDULED_AT, `status` shows its last
 // and next tick, and `schedule remove` stops it.
 func TestLaterAndEvery(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	effects := filepath.Join(t.TempDir(), "effects")
 	script := filepath.Join(t.TempDir(), "effect.sh")
@@ -131,6 +132,7 @@ func TestLaterAndEvery(t *testing.T) {
 // --idempotency-key-field; over HTTP, Idempotency-Key answers 202 then
 // 200 with that ID, and Lockworker-Not-Before delays a job.
 func TestEnqueueOnce(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := append(fastEnv(r.URL()), "JOBS_TOKEN="+testJobsToken)
 	first := strings.TrimSpace(cli(t, env, "enqueue", "--idempotency-key", "order-17", "--key", "acct", "pay"))

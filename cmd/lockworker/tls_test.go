@@ -27,6 +27,7 @@ import (
 // the replica leads; without it the certificate is refused, which no retry
 // can change: it exits 2 and says where the CA goes.
 func TestTLSWithPrivateCA(t *testing.T) {
+	processTest(t)
 	dir := t.TempDir()
 	caFile, certFile, keyFile := writeTestPKI(t, dir)
 	tlsPort := redistest.FreePort(t)

@@ -23,6 +23,7 @@ import (
 // TestSentinelMode: lockworker on a Sentinel group (a master, a replica,
 // three sentinels) through REDIS_MODE=sentinel; see testTopology.
 func TestSentinelMode(t *testing.T) {
+	processTest(t)
 	g := redistest.StartSentinelGroup(t, fleet.SentinelSpec{})
 	testTopology(t, []string{"REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER=" + g.Master,
 		"REDIS_URLS=" + strings.Join(g.SentinelURLs(), ",")}, topology{
@@ -42,6 +43,7 @@ func TestSentinelMode(t *testing.T) {
 // per master through REDIS_MODE=cluster, given every node as a seed; the
 // failover is CLUSTER FAILOVER on the replica of the lock's slot.
 func TestClusterMode(t *testing.T) {
+	processTest(t)
 	c := redistest.StartCluster(t, fleet.ClusterSpec{})
 	testTopology(t, []string{"REDIS_MODE=cluster", "REDIS_URLS=" + strings.Join(c.URLs(), ",")}, topology{
 		mode: "cluster",

@@ -37,6 +37,7 @@ func exitsTwo(t *testing.T, w *worker, want ...string) {
 // pid is gone); a name another host's record holds is free once that
 // record expired.
 func TestDuplicateWorkerIDRefused(t *testing.T) {
+	processTest(t)
 	r := redistest.Start(t, redistest.Options{})
 	env := fastEnv(r.URL())
 	first := startWorker(t, "dup", env...)

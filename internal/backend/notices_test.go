@@ -19,6 +19,7 @@ import (
 // watcher through the master, and again after SENTINEL FAILOVER, once the
 // watcher has followed +switch-master to the new master.
 func TestNoticesAcrossSentinelFailover(t *testing.T) {
+	t.Parallel()
 	g := redistest.StartSentinelGroup(t, fleet.SentinelSpec{})
 	b := open(t, "REDIS_MODE=sentinel", "REDIS_SENTINEL_MASTER="+g.Master, "REDIS_URLS="+strings.Join(g.SentinelURLs(), ","))
 	testNoticesAcrossFailover(t, b, func(ctx context.Context) error { _, err := g.Failover(ctx); return err })
@@ -28,6 +29,7 @@ func TestNoticesAcrossSentinelFailover(t *testing.T) {
 // pub/sub: the old master ends the subscription (sunsubscribe) when it
 // loses the slot, and the watcher subscribes again.
 func TestNoticesAcrossClusterFailover(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, fleet.ClusterSpec{})
 	b := open(t, "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","))
 	testNoticesAcrossFailover(t, b, func(ctx context.Context) error {

@@ -21,6 +21,7 @@ import (
 // recorded count that matches is still refused beside live records of
 // another.
 func TestCheckPartitions(t *testing.T) {
+	t.Parallel()
 	r := redistest.Start(t, redistest.Options{})
 	c := r.Client()
 	url := "REDIS_URLS=" + r.URL()
@@ -88,6 +89,7 @@ func TestCheckPartitions(t *testing.T) {
 // subscription is sharded, on the channel's slot's master; it is counted
 // there.
 func TestFleetListeningOnCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, fleet.ClusterSpec{})
 	b := open(t, "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(cl.URLs(), ","))
 	ctx := t.Context()

@@ -24,6 +24,7 @@ func openURLs(t *testing.T, urls ...string) *Backend {
 // TestProbe: refusals that no retry can change are configuration errors
 // naming REDIS_URLS and the node; a node that is down, or fine, is not.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{})
 	locked := redistest.Start(t, redistest.Options{})
 	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "pw").Err(); err != nil {
@@ -78,6 +79,7 @@ func TestProbe(t *testing.T) {
 // in REDIS_NODE_TIMEOUT (a handshake slowed by a busy host) is asked
 // again within Probe's time, so its refusal is still seen at start-up.
 func TestProbeWaitsOutASlowAnswer(t *testing.T) {
+	t.Parallel()
 	locked := redistest.Start(t, redistest.Options{})
 	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "pw").Err(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // majority answer; otherwise each node that did not answer is named as
 // unreachable, and a refusal stays a configuration error.
 func TestReach(t *testing.T) {
+	t.Parallel()
 	up := []string{redistest.Start(t, redistest.Options{}).URL(), redistest.Start(t, redistest.Options{}).URL()}
 	locked := redistest.Start(t, redistest.Options{})
 	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "pw").Err(); err != nil {

@@ -91,6 +91,7 @@ func (r *replica) leads() int {
 // released and idle), the server and every goroutine it started (goleak,
 // in TestMain), and Run returns nil.
 func TestAssembleAndShutDown(t *testing.T) {
+	t.Parallel()
 	for _, p := range []int{1, 4} {
 		t.Run(fmt.Sprint("partitions=", p), func(t *testing.T) {
 			s := redistest.Start(t, redistest.Options{})
@@ -130,6 +131,7 @@ func TestAssembleAndShutDown(t *testing.T) {
 // at once; one started while Redis is down runs until Redis answers and
 // is refused then.
 func TestPartitionsRefused(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{})
 	first := start(t, load(t, "REDIS_URLS="+s.URL(), "PARTITIONS=4", "WORKER_ID=w1"))
 	poll.Until(t, 10*time.Second, "the first replica leads", func() bool { return first.leads() == 4 })
@@ -153,6 +155,7 @@ func TestPartitionsRefused(t *testing.T) {
 // TestRedisDownAtStart: a replica started while Redis is down runs (its
 // charts retry), leads once Redis comes up, and stops cleanly.
 func TestRedisDownAtStart(t *testing.T) {
+	t.Parallel()
 	port := redistest.FreePort(t)
 	r := start(t, load(t, "REDIS_URLS=redis://127.0.0.1:"+strconv.Itoa(port), "PARTITIONS=2", "WORKER_ID=w1"))
 	poll.Until(t, 5*time.Second, "a failed attempt", func() bool {
@@ -172,6 +175,7 @@ func TestRedisDownAtStart(t *testing.T) {
 // removes its registry record and announces it, so the others contend for
 // its partitions, and only then releases them with their notices.
 func TestLeavesBeforeReleasing(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{})
 	cfg := load(t, "REDIS_URLS="+s.URL(), "PARTITIONS=3", "WORKER_ID=w1")
 	r := start(t, cfg)

@@ -22,6 +22,7 @@ import (
 // its policy and the fix, and leads nothing; for both policies the issue
 // saw break fencing, with and without partitions.
 func TestEvictingRedisRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []string{"allkeys-lru", "volatile-lru"} {
 		for _, p := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/partitions=%d", policy, p), func(t *testing.T) {
@@ -60,6 +61,7 @@ func TestEvictingRedisRefusedAtStart(t *testing.T) {
 // metric, and acquires nothing; once the policy is noeviction again it
 // leads again.
 func TestEvictionPolicyChangedAtRunTime(t *testing.T) {
+	t.Parallel()
 	for _, p := range []int{1, 3} {
 		t.Run(fmt.Sprint("partitions=", p), func(t *testing.T) {
 			s := redistest.Start(t, redistest.Options{})
@@ -157,6 +159,7 @@ func get(t *testing.T, port int, path string) (int, string) {
 // token (from the lock's value when its acquire is refused, and from the
 // registry), so its own next acquire's floor is at least that token.
 func TestFollowerObservesTheLeadersToken(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{})
 	leader := start(t, load(t, "REDIS_URLS="+s.URL(), "WORKER_ID=w1"))
 	poll.Until(t, 10*time.Second, "w1 leads", func() bool { return leader.leads() == 1 })

@@ -14,6 +14,9 @@ import (
 // TestProcessGone: a running process is not gone, this one neither; a
 // killed one is, before its parent reaps it (a zombie) and after.
 func TestProcessGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process (skipped with -short)")
+	}
 	if processGone(os.Getpid()) {
 		t.Fatal("this process is gone")
 	}

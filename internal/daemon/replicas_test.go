@@ -31,6 +31,7 @@ const shortageWarn = `level=WARN msg="Redis master `
 // names the master. Once the master gets a replica, it clears and the
 // replica leads.
 func TestClusterWithoutReplicas(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t, fleet.ClusterSpec{ReplicasPerMaster: -1})
 	cfg := load(t, "REDIS_MODE=cluster", "REDIS_URLS="+strings.Join(c.URLs(), ","), "WORKER_ID=w1")
 	if cfg.RedisMinReplicas != 1 {

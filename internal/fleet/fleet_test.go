@@ -76,12 +76,22 @@ func fakeParent() {
 
 func fake(t *testing.T, f *fleet.Fleet, name string, env ...string) *fleet.Process {
 	t.Helper()
+	skipShort(t)
 	p, err := f.Start(fleet.Spec{Name: name, Path: os.Args[0], Env: append([]string{"FLEET_FAKE=replica", "WORKER_ID=" + name}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, 10*time.Second, name+" ready", func() bool { return strings.Contains(p.Output(), "ready") })
 	return p
+}
+
+// skipShort skips a test that starts child processes under -short (the
+// unit tier).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts child processes (skipped with -short)")
+	}
 }
 
 func newFleet(t *testing.T) *fleet.Fleet {
@@ -240,6 +250,7 @@ func TestContextCancelKillsEverything(t *testing.T) {
 // TestSupervisorDeathKillsChildren kill -9s a process that supervises a
 // fleet and checks the kernel killed its child (Pdeathsig).
 func TestSupervisorDeathKillsChildren(t *testing.T) {
+	skipShort(t)
 	f := newFleet(t)
 	parent, err := f.Start(fleet.Spec{Name: "parent", Path: os.Args[0], Env: []string{"FLEET_FAKE=parent"}})
 	if err != nil {
@@ -273,6 +284,7 @@ func TestSupervisorDeathKillsChildren(t *testing.T) {
 }
 
 func TestStartRedis(t *testing.T) {
+	skipShort(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}

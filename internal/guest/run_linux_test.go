@@ -24,6 +24,9 @@ func sh(script string, args ...string) []string {
 // newGuest is New, with GORACE passed on (see TestMain).
 func newGuest(t *testing.T, cfg Config) *Guest {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts child processes (skipped with -short)")
+	}
 	cfg.AllowEnv = append(cfg.AllowEnv, "GORACE")
 	g, err := New(cfg)
 	if err != nil {
@@ -298,6 +301,9 @@ wait`
 // startDaemon runs the stand-in daemon (see TestMain) with script.
 func startDaemon(t *testing.T, script, arg, deadline string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts child processes (skipped with -short)")
+	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), daemonEnv+"="+script, daemonArgEnv+"="+arg, daemonDeadlineEnv+"="+deadline)
 	stderr := &lockedBuffer{}

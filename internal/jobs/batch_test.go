@@ -18,6 +18,7 @@ import (
 // With group commit every job still runs once, in order, as its first
 // delivery, and a deep queue takes far fewer steps than jobs.
 func TestBatchInOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
 		if j.Attempt != 1 {
@@ -60,6 +61,7 @@ func TestBatchInOrder(t *testing.T) {
 // move by the run, the group is ready again at its next job's enqueue
 // time, and a resent step changes nothing more.
 func TestRunCommit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ids := e.enqueue(t, q, 7)
@@ -98,6 +100,7 @@ func TestRunCommit(t *testing.T) {
 // the ones it never reached, one at a time (each as a second delivery),
 // then goes back to runs of 8.
 func TestLostBatchRedo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var ids []string
 	lease1 := newLease(0, time.Minute)
@@ -165,6 +168,7 @@ func TestLostBatchRedo(t *testing.T) {
 // parks the group at the first (park: with one partition and no keys,
 // the whole serial queue waits for an operator).
 func TestLostBatchOneAttempt(t *testing.T) {
+	t.Parallel()
 	t.Run("dead-letter", func(t *testing.T) { lostRunOneAttempt(t, FailureDeadLetter) })
 	t.Run("park", func(t *testing.T) { lostRunOneAttempt(t, FailurePark) })
 }
@@ -209,6 +213,7 @@ func lostRunOneAttempt(t *testing.T, policy FailurePolicy) {
 // out of attempts alone (dead-lettered, here), and every other job is
 // committed.
 func TestPoisonIsolatedInBatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var lease *fakeLease
@@ -287,6 +292,7 @@ func TestPoisonIsolatedInBatch(t *testing.T) {
 // is retried alone until dead-lettered (dead-letter, here); the rest then
 // runs as first deliveries.
 func TestFailingJobInBatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	attempts := map[string][]int{}
@@ -328,6 +334,7 @@ func TestFailingJobInBatch(t *testing.T) {
 // Work stopped mid-batch: the jobs finished are committed, the ones not
 // started are given back, and the next leader delivers them as firsts.
 func TestBatchStopCommitsFinished(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	var ids []string
@@ -363,6 +370,7 @@ func TestBatchStopCommitsFinished(t *testing.T) {
 // 3 only finishes once jobs 0-2 are committed, which with a batch of 8
 // and no window would never happen.
 func TestBatchWindowCommitsAsItGoes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var q *testQueue
 	var ids []string
@@ -390,6 +398,7 @@ func TestBatchWindowCommitsAsItGoes(t *testing.T) {
 }
 
 func TestNewWorkerBatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, c := range []struct {
 		batch int

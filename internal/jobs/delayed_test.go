@@ -58,6 +58,7 @@ func claimedPayloads(s stepReply) map[string][]string {
 // time in the order they were enqueued. It never holds its key's other
 // jobs back.
 func TestDelayedJoinsItsKeyAtItsDueTime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	clk := newClock(start)
@@ -110,6 +111,7 @@ func TestDelayedJoinsItsKeyAtItsDueTime(t *testing.T) {
 // head, or a head that backs off after a failure, though due before
 // them: those jobs were delivered already.
 func TestDelayedNeverGoesBeforeWhatRan(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	clk := newClock(start)
@@ -166,6 +168,7 @@ func TestDelayedNeverGoesBeforeWhatRan(t *testing.T) {
 // A stale leader's step moves no delayed job, though it is due: the
 // fence refuses it first and nothing changes.
 func TestStaleLeaderMovesNoDelayedJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	clk := newClock(start)
@@ -192,6 +195,7 @@ func TestStaleLeaderMovesNoDelayedJob(t *testing.T) {
 // once due, never before (by the handler's own clock), each once, in due
 // order, woken by the due time alone (its poll is an hour).
 func TestDelayedJobsSurviveLeaderChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	type ran struct {
 		payload  string
@@ -233,6 +237,7 @@ func TestDelayedJobsSurviveLeaderChange(t *testing.T) {
 // A due time too far ahead is refused, and nothing is written; one in
 // the past runs at once, with no due time.
 func TestDelayLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	_, err := q.EnqueueItem(t.Context(), Item{Payload: []byte("x"), NotBefore: time.Now().Add(MaxDelay + time.Hour)})

@@ -63,6 +63,7 @@ func batchQueue(t testing.TB, c redis.Cmdable, cfg Config) *Queue {
 // what came before and before what comes after, and its IDs come back in
 // that order, as ULIDs; so does a batch of one.
 func TestEnqueueManyInOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
 	first, err := q.Enqueue(t.Context(), "", []byte("before"))
@@ -97,6 +98,7 @@ func TestEnqueueManyInOrder(t *testing.T) {
 // TestEnqueueManyRefusesWhole: a batch with any fault is refused before
 // Redis sees it, and the error says which job and why.
 func TestEnqueueManyRefusesWhole(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
 	big := bytes.Repeat([]byte("x"), MaxPayload)
@@ -138,6 +140,7 @@ func TestEnqueueManyRefusesWhole(t *testing.T) {
 // that may not RPUSH, denied at the script's first write) no job of it is
 // written, and the error says so.
 func TestEnqueueManyRedisRefusal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
 	if err := e.c.Do(ctx, "ACL", "SETUSER", "producer", "on", ">pw", "~*", "&*", "+@all", "-rpush").Err(); err != nil {
@@ -158,6 +161,7 @@ func TestEnqueueManyRedisRefusal(t *testing.T) {
 // frozen past the client's read timeout) is reported as maybe enqueued,
 // and it was: whole, once Redis ran again.
 func TestEnqueueManyOutcomeUnknown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := t.Context()
 	c := redis.NewClient(&redis.Options{Addr: e.srv.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond, ContextTimeoutEnabled: true})
@@ -191,6 +195,7 @@ func TestEnqueueManyOutcomeUnknown(t *testing.T) {
 // one contiguous run in the serial queue, in their own order: the script
 // keeps other jobs out from between a batch's jobs.
 func TestEnqueueManyNotInterleaved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
 	// Batches far above Redis's 16 KiB read size, so that without a
@@ -233,6 +238,7 @@ func TestEnqueueManyNotInterleaved(t *testing.T) {
 // TestEnqueueManyNotice: a batch wakes the leader with one notice, its last
 // ID, sent after the jobs are in the queue.
 func TestEnqueueManyNotice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := batchQueue(t, e.c, Config{})
 	testBatchNotice(t, e.c.Subscribe(t.Context(), q.EnqueuedChannel()), e.c, q)
@@ -241,6 +247,7 @@ func TestEnqueueManyNotice(t *testing.T) {
 // TestEnqueueManyCluster: the same script and notice in Redis Cluster,
 // with the queue's keys and channel under one hash tag and sharded pub/sub.
 func TestEnqueueManyCluster(t *testing.T) {
+	t.Parallel()
 	cl := redistest.StartCluster(t, fleet.ClusterSpec{})
 	var addrs []string
 	for _, u := range cl.URLs() {

@@ -18,6 +18,7 @@ import (
 // working leader carries on; once a higher token wrote, a lower one is
 // rejected.
 func TestFenceIsTheHighestTokenSeen(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	tq := e.queue(t, HandlerFunc(noop), nil)
 	q := tq.Queue
@@ -71,6 +72,7 @@ func TestFenceIsTheHighestTokenSeen(t *testing.T) {
 // a key of its own): the working leader's next write is stale, and the
 // next leadership's token is above N and writes.
 func TestEpochRaiseFencesTheStore(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, 3} {
 		t.Run(map[int]string{1: "single node", 3: "redlock"}[n], func(t *testing.T) {
 			e := newEnv(t)

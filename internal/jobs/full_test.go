@@ -14,6 +14,7 @@ import (
 // nothing, and every job acknowledged before is still in the queue (an
 // evicting Redis would have dropped some to make room).
 func TestFullRedisRefusesEnqueue(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{Args: []string{"--maxmemory", "3mb", "--maxmemory-policy", "noeviction"}})
 	c := s.Client()
 	keys := keyspace.MustNew("full")

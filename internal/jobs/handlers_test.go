@@ -41,6 +41,9 @@ func TestLogHandler(t *testing.T) {
 }
 
 func TestExecHandler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes (skipped with -short)")
+	}
 	dir := t.TempDir()
 	t.Run("stdin and env", func(t *testing.T) {
 		out, envFile := filepath.Join(dir, "out"), filepath.Join(dir, "env")

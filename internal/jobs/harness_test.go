@@ -205,14 +205,23 @@ func process(t testing.TB, q *testQueue, lease Lease) (stop func() error, done <
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan error, 1)
-	go func() { ch <- q.Process(ctx, lease) }()
+	// returned is closed once Process returned, with its error in result:
+	// stop must not wait on ch, whose one value the test may have taken.
+	returned := make(chan struct{})
+	var result error
+	go func() {
+		result = q.Process(ctx, lease)
+		close(returned)
+		ch <- result
+	}()
 	var once sync.Once
 	var err error
 	stop = func() error {
 		once.Do(func() {
 			cancel()
 			select {
-			case err = <-ch:
+			case <-returned:
+				err = result
 			case <-time.After(10 * time.Second):
 				err = errors.New("Process did not return within 10s of cancel")
 			}

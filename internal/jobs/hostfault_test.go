@@ -15,6 +15,7 @@ import (
 // after one delivery, never dead-lettered; batch claims (Batch > 1) and
 // redeliveries alike.
 func TestHostFaultCostsNoAttempt(t *testing.T) {
+	t.Parallel()
 	for _, batch := range []int{1, 8} {
 		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
 			e := newEnv(t)
@@ -43,6 +44,7 @@ func TestHostFaultCostsNoAttempt(t *testing.T) {
 // HostFaultLimit host faults in a row end Process with ErrHostFault (the
 // leadership is given up), the job given back uncounted.
 func TestHostFaultsEndTheLeadership(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
 		return fmt.Errorf("fork/exec: %w", syscall.EAGAIN)

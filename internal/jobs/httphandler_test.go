@@ -572,6 +572,7 @@ func (s *testStore) state() (writes, rejected []storeWrite) {
 // is given back without counting a delivery, and the next leader runs it
 // as a first attempt.
 func TestHTTP409EndsLeadershipUncounted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	store := &testStore{}
 	srv, _ := serve(t, store.ServeHTTP)
@@ -619,6 +620,7 @@ func TestHTTP409EndsLeadershipUncounted(t *testing.T) {
 // A 4xx fails its job for good at once (its key parks) with its status
 // and body; 5xx and 429 are retried; the other keys move on.
 func TestHTTPAnswersThroughProcess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var calls sync.Map // job ID -> *atomic.Int64
 	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {
@@ -670,6 +672,7 @@ func TestHTTPAnswersThroughProcess(t *testing.T) {
 // the one that lands, and the old one, applied late, is refused by the
 // store's fence.
 func TestHTTPServerSlowerThanLease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	old := becomeLeader(t, e.c)
 	cut, landed := make(chan struct{}), make(chan struct{})
@@ -722,6 +725,7 @@ func TestHTTPServerSlowerThanLease(t *testing.T) {
 // No secret (the bearer token, the URL's password) reaches a log line or
 // a dead letter, even when the service echoes the request back.
 func TestHTTPNoSecretInLogs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var n atomic.Int64
 	srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request) {

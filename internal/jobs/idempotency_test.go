@@ -16,6 +16,7 @@ import (
 // that appends. Keyless, the job goes to the partition its idempotency
 // key picks, so the senders meet there.
 func TestIdempotentEnqueueConcurrent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base := keyspace.MustNew("lockworker:leader")
 	var queues []*Queue
@@ -84,6 +85,7 @@ func TestIdempotentEnqueueConcurrent(t *testing.T) {
 // skipped, dead-lettered), answering the job's ID until then; after it, the
 // same key enqueues a new job.
 func TestIdempotencyKeyLivesTTLAfterFinish(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	e := newEnv(t)
 	fail := newSignal()
@@ -154,6 +156,7 @@ func TestIdempotencyKeyLivesTTLAfterFinish(t *testing.T) {
 // Under JOB_ON_FAILURE=dead-letter, a job that fails for good finishes:
 // its idempotency key expires from then.
 func TestIdempotencyKeyOfADeadLetter(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queueOf(t, Config{Client: e.c, Keys: testKeys, IdempotencyTTL: time.Hour},
 		HandlerFunc(func(context.Context, Job, Lease) error { return ErrPermanent }),

@@ -73,6 +73,7 @@ func payloads(prefix string, n int) []string {
 // retries, every other key's jobs run to the end meanwhile, and once it
 // passes the key goes on in order.
 func TestFailingKeyHoldsOnlyItself(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	k := newTracker(t)
 	var healed atomic.Bool
@@ -126,6 +127,7 @@ func TestFailingKeyHoldsOnlyItself(t *testing.T) {
 // fails how often (retried, then passing), the key's jobs take effect in
 // enqueue order, each job's first effect after every earlier job's.
 func TestKeyOrderThroughFailures(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fails map[string]int // payload -> failed attempts before it passes
@@ -173,6 +175,7 @@ func TestKeyOrderThroughFailures(t *testing.T) {
 // the handler holds every job until four keys are in it at once, which
 // one job at a time per partition could never reach.
 func TestKeysRunSideBySide(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	k := newTracker(t)
 	slots, err := NewSlots(4)
@@ -220,6 +223,7 @@ func TestKeysRunSideBySide(t *testing.T) {
 // One Slots shared by two partitions' workers bounds them together: never
 // more jobs at once than slots, and both partitions get to run.
 func TestSlotsBoundTheReplica(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	slots, err := NewSlots(3)
 	if err != nil {
@@ -275,6 +279,7 @@ func TestSlotsBoundTheReplica(t *testing.T) {
 // run side by side. With one partition they are one serial queue
 // (TestProcessInOrder).
 func TestKeylessJobsOfPartitionsRunApart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var gate sync.WaitGroup
 	gate.Add(2)
@@ -302,6 +307,7 @@ func TestKeylessJobsOfPartitionsRunApart(t *testing.T) {
 // ones enqueued after it parked too), while the new leader runs other
 // keys; a retry under the new leader releases it in order.
 func TestParkingSurvivesLeaderChange(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var healed atomic.Bool
 	k := newTracker(t)
@@ -364,6 +370,7 @@ func TestParkingSurvivesLeaderChange(t *testing.T) {
 // last recorded job left it (at-least-once per key, in order), and no job
 // is lost.
 func TestAtLeastOncePerKeyAfterLostLeader(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	keys := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
 	lease1 := newLease(0, time.Minute)
@@ -436,6 +443,7 @@ func TestAtLeastOncePerKeyAfterLostLeader(t *testing.T) {
 // key's waiting jobs (after the run in flight, if any); RequeueTail, after
 // them. The dead letters keep their key and partition.
 func TestRequeueToTheHead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var healed atomic.Bool
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
@@ -506,6 +514,7 @@ func TestRequeueToTheHead(t *testing.T) {
 // gives the failing job fresh attempts. A keyless serial queue is named
 // by its failing job's ID.
 func TestRetryAndSkip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var healed atomic.Bool
 	var mu sync.Mutex
@@ -582,6 +591,7 @@ func TestRetryAndSkip(t *testing.T) {
 // moving the partition between replicas forever; the first two give the
 // leadership up and park nothing.
 func TestThreeStaleLeadershipsPark(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
 		if string(j.Payload) == "fenced0" {
@@ -623,6 +633,7 @@ func TestThreeStaleLeadershipsPark(t *testing.T) {
 // A lease found no longer valid is logged with its reason, before a job
 // or after one (the job then not recorded), never silently.
 func TestLeaseInvalidIsLoggedWithItsReason(t *testing.T) {
+	t.Parallel()
 	for _, when := range []string{"before", "after"} {
 		t.Run(when, func(t *testing.T) {
 			e := newEnv(t)
@@ -656,6 +667,7 @@ func TestLeaseInvalidIsLoggedWithItsReason(t *testing.T) {
 // RetryAfter: a 429's or 503's Retry-After sets the wait, never beyond
 // Retry.Max; without one, the Retry policy's step.
 func TestRetryDelay(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), func(c *WorkerConfig) { c.Retry.Base, c.Retry.Max = time.Second, time.Minute })
 	for _, tc := range []struct {
@@ -726,6 +738,7 @@ func BenchmarkKeysConcurrency(b *testing.B) {
 // and once the clock passes it the group runs again, its head delivered
 // for the second time.
 func TestRetryHoldsItsGroupUntilDue(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	now := time.Now()
 	clock := func() time.Time { return now }
@@ -769,6 +782,7 @@ func TestRetryHoldsItsGroupUntilDue(t *testing.T) {
 // can only come from writes Redis lost (a failover): the loop drops it,
 // so a key never has two runs at once, and has the next step release it.
 func TestDuplicateClaimIsDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
 		t.Error("a dropped claim ran")

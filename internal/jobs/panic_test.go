@@ -16,6 +16,7 @@ import (
 // once per panic, the job is dead-lettered with the panic after
 // MaxAttempts, the jobs after it are processed, and the loop never stops.
 func TestPanickingHandlerIsDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	logs := &tail.Buffer{}
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
@@ -62,6 +63,7 @@ func TestPanickingHandlerIsDeadLettered(t *testing.T) {
 
 // Enqueue takes 1 byte to 1 MiB, whoever calls it.
 func TestEnqueuePayloadBounds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { return nil }), nil)
 	for _, tc := range []struct {

@@ -14,6 +14,7 @@ import (
 // paused; Resume wakes the idle leader at once (its poll is an hour) and
 // the rest follows in order. Committed counts this worker's commits.
 func TestPauseResume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	started, release := newSignal(), make(chan struct{})
 	first := true

@@ -98,6 +98,7 @@ func TestNewWorkerValidates(t *testing.T) {
 }
 
 func TestEnqueueAndStats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	if s := stats(t, q); s != (figures.Queue{}) {
@@ -118,6 +119,7 @@ func TestEnqueueAndStats(t *testing.T) {
 // job, in enqueue order, one at a time though slots allow many, exactly
 // once, with the payload as enqueued.
 func TestProcessInOrder(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	payloads := map[string]string{}
@@ -175,6 +177,7 @@ func TestProcessInOrder(t *testing.T) {
 // job. Only the in-flight job's effect repeats, and every job is committed
 // exactly once, in order.
 func TestLeaderChangeResumes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ids := []string(nil)
 	inFlight := newSignal()
@@ -243,6 +246,7 @@ func TestLeaderChangeResumes(t *testing.T) {
 // retry, a park, a dead letter, an interruption, a give-back, a claim
 // alone), is rejected with ErrStaleToken and changes nothing at all.
 func TestStaleTokenLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ctx := t.Context()
@@ -297,6 +301,7 @@ func TestStaleTokenLeavesNoTrace(t *testing.T) {
 // nothing; what the lost send claimed is released by the next step that
 // asks (recover), without a delivery counted, and claimed again.
 func TestResentStepAppliesNothingTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	ids := e.enqueue(t, q, 5)
@@ -348,6 +353,7 @@ func keys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 // A leader that finds a newer leader's write, before or after a job, stops
 // with ErrStaleToken and leaves no trace.
 func TestStaleLeaderProcess(t *testing.T) {
+	t.Parallel()
 	t.Run("at start", func(t *testing.T) {
 		e := newEnv(t)
 		ran := false
@@ -421,6 +427,7 @@ func stats0(t testing.TB, q *testQueue) string {
 // other keys flow. Retry runs it again with fresh attempts; once it
 // passes, the held jobs follow in order.
 func TestPoisonJobParksItsKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var poisonAttempts []int
@@ -507,6 +514,7 @@ func sameSet(a, b []string) bool {
 // fails is dead-lettered with its error after MaxAttempts, and the jobs
 // after it complete. Requeue puts it back at the head of its key.
 func TestPoisonJobDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var poisonAttempts []int
@@ -574,6 +582,7 @@ func TestPoisonJobDeadLettered(t *testing.T) {
 // been delivered MaxAttempts times, across leaders: its key parks without
 // running it again.
 func TestAttemptsSurviveLeaderChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var started chan int
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
@@ -624,6 +633,7 @@ func TestAttemptsSurviveLeaderChanges(t *testing.T) {
 // Once the lease is no longer valid, Process takes no more jobs and does
 // not commit the one in hand.
 func TestProcessStopsWhenLeaseInvalid(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	lease := newLease(0, time.Minute)
 	var ids []string
@@ -656,6 +666,7 @@ func TestProcessStopsWhenLeaseInvalid(t *testing.T) {
 // which package leader cancels at the lease deadline) is not recorded, and
 // Process returns without error: the next leader delivers it again.
 func TestJobInterruptedAtLeaseEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(ctx context.Context, j Job, lease Lease) error {
 		<-ctx.Done()
@@ -676,6 +687,7 @@ func TestJobInterruptedAtLeaseEnd(t *testing.T) {
 // A handler that finishes just as work is stopped gets its job committed
 // while the lease is still valid, so the next leader does not redo it.
 func TestFinishedJobCommittedOnStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error {
@@ -693,6 +705,7 @@ func TestFinishedJobCommittedOnStop(t *testing.T) {
 
 // A Redis outage does not end Process; it resumes when Redis is back.
 func TestProcessSurvivesRedisRestart(t *testing.T) {
+	t.Parallel()
 	s := newEnv(t)
 	srv := s.srv
 	q := s.queue(t, HandlerFunc(noop), func(c *WorkerConfig) { c.Backoff.Max = 50 * time.Millisecond })
@@ -718,6 +731,7 @@ func TestProcessSurvivesRedisRestart(t *testing.T) {
 }
 
 func TestThousandJobs(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), nil)
 	const n = 1000
@@ -807,6 +821,23 @@ func fillQueue(b *testing.B, e *env, q *Queue, n int) {
 // the job after the committed count, pop it, count it. It keeps no
 // claims, attempts, counters or last-commit record, all of which step.lua
 // does; it exists only for BenchmarkStepFloor.
+// failoverScript stands in for a failover to a replica that missed the
+// latest writes, in one atomic step: every key of a lease's keyspace but
+// the lock's own is replaced by the dumped state. Standalone only.
+// ARGV[1] the keyspace's prefix; ARGV[2..5] the lock's own keys (kept);
+// then pairs of key and DUMP payload.
+var failoverScript = redis.NewScript(`
+local keep = {}
+for i = 2, 5 do keep[ARGV[i]] = true end
+for _, k in ipairs(redis.call('KEYS', ARGV[1] .. '*')) do
+	if not keep[k] then redis.call('DEL', k) end
+end
+for i = 6, #ARGV, 2 do
+	redis.call('RESTORE', ARGV[i], 0, ARGV[i + 1], 'REPLACE')
+end
+return 0
+`)
+
 var floorScript = redis.NewScript(`
 if tonumber(ARGV[1]) < tonumber(redis.call('GET', KEYS[1]) or '0') then return 0 end
 if (redis.call('GET', KEYS[2]) or '0') ~= ARGV[2] then return -1 end
@@ -875,6 +906,7 @@ func BenchmarkRedisRoundTrip(b *testing.B) {
 // TestEnqueueNoticeWakesIdleLeader: an idle leader that would next poll in
 // an hour takes a new job at once, woken by the enqueue notice.
 func TestEnqueueNoticeWakesIdleLeader(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(noop), func(c *WorkerConfig) { c.PollInterval = time.Hour })
 	ctx, cancel := context.WithCancel(t.Context())
@@ -922,6 +954,7 @@ func scriptCalls(t *testing.T, c *redis.Client) int {
 // from the store's position instead of stopping, so the jobs whose
 // commits were lost run again and every job ends committed.
 func TestResumesAfterLostCommits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var ran []string
@@ -934,15 +967,19 @@ func TestResumesAfterLostCommits(t *testing.T) {
 		ran = append(ran, string(j.Payload))
 		if string(j.Payload) == "job 1" && !lost {
 			// Put back the state from before job 0 was committed, as a
-			// promoted replica that missed the commit would have it.
+			// promoted replica that missed the commit would have it: at
+			// once, as a failover switches, so the worker's steps, which
+			// go on while this job runs, never see half of it (a key
+			// deleted and not yet restored, or one written in between
+			// and left).
 			lost = true
-			for k := range snapshot(t, e.c, q.Queue) {
-				e.c.Del(ctx, k)
+			k := q.Queue.cfg.Keys
+			args := []any{k.Lock(), k.Lock(), k.Epoch(), k.EpochLast(), k.Fence()}
+			for key, dump := range before {
+				args = append(args, key, dump)
 			}
-			for k, v := range before {
-				if err := e.c.RestoreReplace(ctx, k, 0, v).Err(); err != nil {
-					return err
-				}
+			if err := failoverScript.Run(ctx, e.c, nil, args...).Err(); err != nil {
+				return err
 			}
 		}
 		return nil

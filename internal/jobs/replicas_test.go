@@ -55,6 +55,7 @@ func replicatedQueue(t testing.TB, c *redis.Client, min int) *Queue {
 // written but not acknowledged: ErrNotReplicated. Without replicas and
 // with min 0 nothing waits.
 func TestEnqueueWaitsForReplicas(t *testing.T) {
+	t.Parallel()
 	s := redistest.Start(t, redistest.Options{})
 	c := s.Client()
 	alone := replicatedQueue(t, c, 0)

@@ -48,6 +48,7 @@ func entries(t *testing.T, q *Queue) map[string]string {
 // its own; a batch is one script over every partition it touches, each
 // key's jobs in their order.
 func TestRouterRoutesByKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	qs := partitionQueues(t, e, 8)
 	r, err := NewRouter(qs, e.c, true)
@@ -115,6 +116,7 @@ func TestRouterRoutesByKey(t *testing.T) {
 // Cluster) that partition's part alone fails, and the error says which
 // jobs were written.
 func TestRouterPartialBatch(t *testing.T) {
+	t.Parallel()
 	for _, oneTx := range []bool{true, false} {
 		t.Run(fmt.Sprint("oneTx=", oneTx), func(t *testing.T) {
 			e := newEnv(t)
@@ -164,6 +166,7 @@ func TestRouterPartialBatch(t *testing.T) {
 // A job's key reaches its handler, with its partition; a dead letter
 // keeps it, and a requeue puts it back under the same key.
 func TestKeyTravelsWithTheJob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var seen []Job
@@ -204,6 +207,7 @@ func TestKeyTravelsWithTheJob(t *testing.T) {
 // A key too long or with a control character is refused, with nothing
 // enqueued.
 func TestKeyChecked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q := e.queue(t, HandlerFunc(func(context.Context, Job, Lease) error { return nil }), nil)
 	for key, want := range map[string]error{string(make([]byte, MaxKey+1)): ErrKeyTooLong, "a\nb": ErrKeyInvalid, "a\x7fb": ErrKeyInvalid} {

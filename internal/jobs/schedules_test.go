@@ -77,6 +77,7 @@ func tickJobs(t *testing.T, e *env, q *testQueue, key string) []Job {
 // check), nor by a stale leader racing the new one, nor lost when the
 // leader that read it died before sending it.
 func TestScheduleTicksOnce(t *testing.T) {
+	t.Parallel()
 	t.Run("resent step", func(t *testing.T) {
 		e := newEnv(t)
 		q, clk := scheduledQueue(t, e, minutely("s", "k", schedule.CatchUpOnce))
@@ -181,6 +182,7 @@ func TestScheduleTicksOnce(t *testing.T) {
 // one; with skip, only the current one runs. Either way the schedule
 // goes on from the next tick.
 func TestScheduleCatchUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	q, clk := scheduledQueue(t, e, minutely("once", "once", schedule.CatchUpOnce), minutely("skip", "skip", schedule.CatchUpSkip))
 	clk.Set(time.Date(2026, 3, 1, 10, 5, 10, 0, time.UTC)) // 10:01 to 10:04 missed
@@ -211,6 +213,7 @@ func TestScheduleCatchUp(t *testing.T) {
 // an hour): each tick once, never before its time, its job carrying the
 // schedule's name and the tick's time.
 func TestScheduleRunsOnTime(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mu sync.Mutex
 	var ran []Job
@@ -247,6 +250,7 @@ func TestScheduleRunsOnTime(t *testing.T) {
 // a schedule lives in its key's partition, or its name's; removing finds
 // it wherever it is.
 func TestScheduleAddAndRemove(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	base := keyspace.MustNew("lockworker:leader")
 	var queues []*Queue

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func TestSummarize(t *testing.T) {
 // and one forced Redis failover on Sentinel and Cluster, and checks that
 // each handover moved leadership to another replica and each failover
 // was followed by a commit. Speed is reported by the command, never
-// asserted here.
+// asserted here. The topologies run at once, each with its own fleet.
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server and lockworker processes")
@@ -142,39 +143,67 @@ func TestSmoke(t *testing.T) {
 	}
 	o := options{rounds: 2, replicas: 3, ttl: 2 * time.Second, renew: 500 * time.Millisecond,
 		retry: time.Second, bin: bin, notices: []bool{true}, modes: []string{standalone, sentinel, rcluster}, failovers: 1}
-	var progress bytes.Buffer
-	results, err := measure(t.Context(), o, &fleet.LockedWriter{W: &progress})
-	t.Log("\n" + progress.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(results) != 3 {
-		t.Fatalf("%d results, want 3", len(results))
-	}
-	for _, res := range results {
-		for _, k := range []kind{graceful, crash} {
-			ss := res.samples[k]
-			if len(ss) != o.rounds {
-				t.Errorf("%s %s: %d samples, want %d", res.mode, k, len(ss), o.rounds)
-			}
-			for _, s := range ss {
-				if s.to == "" || s.to == s.from || s.wokenBy == "" {
-					t.Errorf("%s %s: %+v is not a handover to another replica", res.mode, k, s)
+	var (
+		mu      sync.Mutex
+		results []result
+	)
+	ok := t.Run("topologies", func(t *testing.T) {
+		for _, mode := range o.modes {
+			t.Run(mode, func(t *testing.T) {
+				t.Parallel()
+				one := o
+				one.modes = []string{mode}
+				var progress bytes.Buffer
+				res, err := measure(t.Context(), one, &fleet.LockedWriter{W: &progress})
+				t.Log("\n" + progress.String())
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				if len(res) != 1 {
+					t.Fatalf("%d results, want 1", len(res))
+				}
+				checkSmoke(t, o, res[0])
+				mu.Lock()
+				results = append(results, res...)
+				mu.Unlock()
+			})
 		}
-		if want := min(o.failovers, boolInt(res.mode != standalone)); len(res.failovers) != want {
-			t.Errorf("%s: %d failovers, want %d", res.mode, len(res.failovers), want)
-		}
-		for _, s := range res.failovers {
-			if s.commit < s.promoted || s.promoted <= 0 {
-				t.Errorf("%s: failover %+v: no commit after the promotion", res.mode, s)
-			}
-		}
+	})
+	if !ok {
+		return
+	}
+	if len(results) != len(o.modes) {
+		t.Fatalf("%d results, want %d", len(results), len(o.modes))
 	}
 	var report bytes.Buffer
 	reportTo(&report, o, results, 0)
 	t.Log("\n" + report.String())
+}
+
+// checkSmoke checks one topology's result: each handover moved leadership
+// to another replica, woken by something, and each failover was followed
+// by a commit.
+func checkSmoke(t *testing.T, o options, res result) {
+	t.Helper()
+	for _, k := range []kind{graceful, crash} {
+		ss := res.samples[k]
+		if len(ss) != o.rounds {
+			t.Errorf("%s %s: %d samples, want %d", res.mode, k, len(ss), o.rounds)
+		}
+		for _, s := range ss {
+			if s.to == "" || s.to == s.from || s.wokenBy == "" {
+				t.Errorf("%s %s: %+v is not a handover to another replica", res.mode, k, s)
+			}
+		}
+	}
+	if want := min(o.failovers, boolInt(res.mode != standalone)); len(res.failovers) != want {
+		t.Errorf("%s: %d failovers, want %d", res.mode, len(res.failovers), want)
+	}
+	for _, s := range res.failovers {
+		if s.commit < s.promoted || s.promoted <= 0 {
+			t.Errorf("%s: failover %+v: no commit after the promotion", res.mode, s)
+		}
+	}
 }
 
 func boolInt(b bool) int {

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 // cell and a tiny idle window, so no cell can rot. It asserts the shape of
 // the report, never a timing.
 func TestRunEveryCell(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-servers and lockworker processes")
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (make test installs it)")
 	}

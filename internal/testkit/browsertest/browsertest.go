@@ -22,6 +22,9 @@ const ScreenshotEnv = "LOCKWORKER_SCREENSHOT"
 // a browser.
 func Exec(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts chromium (skipped with -short)")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -30,6 +30,10 @@ var (
 var binary, writer string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // the unit tier: cluster skips whatever would use the binaries
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "lockworker-chaos-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -64,6 +68,9 @@ func TestMain(m *testing.M) {
 // directory named in the output when the test fails.
 func cluster(t *testing.T) chaos.ClusterConfig {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts redis-server and lockworker processes (skipped with -short)")
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}
@@ -84,6 +91,7 @@ func cluster(t *testing.T) chaos.ClusterConfig {
 // TestChaos is the fault-injection suite: with fencing on, no violation
 // over every fault, and at least one stale write rejected.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	cfg := chaos.Config{Cluster: cluster(t), Seed: *seed, Faults: *faults, Logf: t.Logf}
 	cfg.Cluster.Batch, cfg.Cluster.Partitions = *batch, *parts
 	if cfg.Seed == 0 {
@@ -108,6 +116,7 @@ func TestChaos(t *testing.T) {
 // the three replicas: each partition's tokens and each key's order are
 // checked (fencecheck.CheckPartitions). make chaos runs the long one.
 func TestChaosPartitions(t *testing.T) {
+	t.Parallel()
 	if *long {
 		t.Skip("the long run is TestChaos only (make chaos PARTITIONS=8)")
 	}
@@ -204,6 +213,7 @@ func checkRun(t *testing.T, cfg chaos.Config) {
 // then writes is flagged every time; with fencing on the same write is
 // rejected and the history is clean.
 func TestCheckerCatchesUnfencedStaleWrites(t *testing.T) {
+	t.Parallel()
 	if *long {
 		t.Skip("the long run is TestChaos only")
 	}

@@ -19,6 +19,7 @@ import (
 // same effect: the store's consumers dedupe on the job ID), and the history
 // has no violation.
 func TestThousandJobsAcrossLeaderChanges(t *testing.T) {
+	t.Parallel()
 	const n = 1000
 	ctx := t.Context()
 	coord, err := chaos.NewCoordinator(fencecheck.Config{})

@@ -6,5 +6,6 @@
 // It never touches port 6379 and never relies on a Redis someone left
 // running. A server can be stopped (SIGSTOP), resumed, killed and restarted
 // on the same port, which is how the lock and fault tests inject failures.
-// It does not install redis-server: `make test` does that.
+// Under -short (the unit tier) every starter skips its test instead. It
+// does not install redis-server: `make test` does that.
 package redistest

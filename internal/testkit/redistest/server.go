@@ -45,6 +45,7 @@ func Start(t testing.TB, opts Options) *Server {
 // a port before any server listens there.
 func StartOnPort(t testing.TB, port int, opts Options) *Server {
 	t.Helper()
+	skipShort(t)
 	s := &Server{t: t, Port: port, spec: fleet.RedisSpec{
 		Name: "redis-" + strconv.Itoa(port), Port: port, Dir: t.TempDir(),
 		AppendOnly: opts.AppendOnly, Args: opts.Args,
@@ -128,6 +129,15 @@ func (s *Server) running() *fleet.Redis {
 		s.t.Fatalf("redistest: %s is not running", s)
 	}
 	return r
+}
+
+// skipShort skips a test that would start redis-server under -short: the
+// unit tier starts no child processes.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("redistest: starts redis-server (skipped with -short)")
+	}
 }
 
 // FreePort asks the kernel for a free loopback TCP port. It never returns

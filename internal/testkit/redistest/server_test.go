@@ -7,6 +7,7 @@ import (
 )
 
 func TestStartFreezeRestart(t *testing.T) {
+	t.Parallel() // each starts servers of its own
 	s := Start(t, Options{AppendOnly: true})
 	c := s.Client()
 	ctx := t.Context()

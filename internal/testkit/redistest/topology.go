@@ -32,6 +32,7 @@ func StartReplica(t testing.TB, s *Server) *Server {
 // fleet.SentinelSpec) and stops it at test end.
 func StartSentinelGroup(t testing.TB, spec fleet.SentinelSpec) *fleet.SentinelGroup {
 	t.Helper()
+	skipShort(t)
 	f := fleet.New(context.Background())
 	t.Cleanup(func() { _ = f.Close() })
 	g, err := f.StartSentinelGroup(context.Background(), spec)
@@ -46,6 +47,7 @@ func StartSentinelGroup(t testing.TB, spec fleet.SentinelSpec) *fleet.SentinelGr
 // at test end.
 func StartCluster(t testing.TB, spec fleet.ClusterSpec) *fleet.RedisCluster {
 	t.Helper()
+	skipShort(t)
 	f := fleet.New(context.Background())
 	t.Cleanup(func() { _ = f.Close() })
 	c, err := f.StartCluster(context.Background(), spec)

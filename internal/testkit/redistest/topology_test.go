@@ -11,6 +11,7 @@ import (
 // forced failover makes the replica the master and the old master its
 // replica.
 func TestSentinelGroupFailover(t *testing.T) {
+	t.Parallel() // each starts servers of its own
 	g := StartSentinelGroup(t, fleet.SentinelSpec{})
 	ctx := t.Context()
 	before, err := g.MasterAddr(ctx)
@@ -36,6 +37,7 @@ func TestSentinelGroupFailover(t *testing.T) {
 // TestClusterFailover: three masters with a replica each; a manual
 // failover moves a key's slot to the replica.
 func TestClusterFailover(t *testing.T) {
+	t.Parallel() // each starts servers of its own
 	start := time.Now()
 	c := StartCluster(t, fleet.ClusterSpec{})
 	t.Logf("cluster start took %s", time.Since(start))
