@@ -28,6 +28,9 @@ func noop(context.Context, jobs.Job, jobs.Lease) error { return nil }
 // the first gets a job enqueued, and both rounds end at the leader's next
 // commit.
 func TestWatchPromotionRefills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server: not in the unit tier (-short)")
+	}
 	for _, tc := range []struct {
 		name    string
 		pending int
