@@ -15,8 +15,6 @@ import (
 	"github.com/lockworker/lockworker/internal/jobs"
 )
 
-// leadIn is how long jobs flow before the server goes down.
-const leadIn = 3 * time.Second
 
 // measureOutage: the http handler's server down for o.outage while jobs
 // arrive for o.outageKeys keys, o.arrivals a second, the daemon's default
@@ -70,7 +68,7 @@ func measureOutage(ctx context.Context, o options, progress io.Writer) ([]row, e
 				return nil
 			}
 		}
-		err = step(leadIn)
+		err = step(min(3*time.Second, o.outage)) // jobs flow before the server goes down
 		if err == nil {
 			err = srv.down()
 		}
