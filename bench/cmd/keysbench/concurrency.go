@@ -80,6 +80,8 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 	}
 	limit := time.Duration(o.jobs)*o.work*4 + time.Minute
 	rates := make([][]float64, len(sides))
+	cores := make([][]float64, len(sides))
+	perJob := make([][]float64, len(sides))
 	var reordered, repeated, requests int
 	for rep := range o.reps {
 		var line []string
@@ -98,7 +100,8 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 				requests, reordered, repeated = requests+n, reordered+re, repeated+rp
 			}
 			rates[k] = append(rates[k], t.rate())
-			line = append(line, fmt.Sprintf("%s %.0f jobs/s (%s)", s.label, t.rate(), ms(t.took)))
+			cores[k], perJob[k] = append(cores[k], t.cores()), append(perJob[k], t.cpuPerJob())
+			line = append(line, fmt.Sprintf("%s %.0f jobs/s (%s; %s; %.2f cores)", s.label, t.rate(), ms(t.took), t.cpu, t.cores()))
 		}
 		fmt.Fprintf(progress, "%s %d/%d: %v\n", handler, rep+1, o.reps, line)
 	}
@@ -128,6 +131,10 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 	for i := range cs {
 		rows = append(rows, row{what: fmt.Sprintf("  fraction of the keys' bound reached, %s", sides[i+1].label),
 			vals: divide(rates[i+1], keyBound), unit: ""})
+	}
+	for i, s := range sides {
+		rows = append(rows, row{what: fmt.Sprintf("  CPU per job (replicas + Redis + bench), %s", s.label), vals: perJob[i], unit: "µs",
+			note: fmt.Sprintf("%.2f cores busy (median)", median(cores[i]))})
 	}
 	if srv != nil {
 		rows = append(rows, row{what: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),

@@ -15,7 +15,6 @@ import (
 	"github.com/lockworker/lockworker/internal/jobs"
 )
 
-
 // measureOutage: the http handler's server down for o.outage while jobs
 // arrive for o.outageKeys keys, o.arrivals a second, the daemon's default
 // settings throughout.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ type row struct {
 func report(w io.Writer, o options, rows []row, took time.Duration) {
 	fmt.Fprintf(w, "keysbench: %d replicas per fleet, one redis-server per part, %d repetitions (%s in all); median and range over the repetitions, a ratio from each repetition's own pair\n\n",
 		o.replicas, o.reps, took.Round(time.Second))
+	fmt.Fprintf(w, "machine: %d CPUs, load average %.1f at the end (other work shares the cores)\n\n", runtime.NumCPU(), loadAverage())
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "measure\tmedian\tmin–max\truns\ttarget\tmet\tnote")
 	for _, r := range rows {

@@ -227,7 +227,14 @@ func (s *side) waitCommitted(ctx context.Context, c *redis.Client, want int64, i
 type timed struct {
 	took time.Duration
 	jobs int
+	cpu  cpuUse // from the resume to the last commit
 }
+
+// cores is how many cores the run kept busy, on average.
+func (t timed) cores() float64 { return t.cpu.total().Seconds() / t.took.Seconds() }
+
+// cpuPerJob is the CPU time the run used per job, in µs.
+func (t timed) cpuPerJob() float64 { return float64(t.cpu.total().Microseconds()) / float64(t.jobs) }
 
 func (t timed) rate() float64 { return float64(t.jobs) / t.took.Seconds() }
 
@@ -248,6 +255,10 @@ func (s *side) drain(ctx context.Context, c *redis.Client, items []item, count i
 	if err := s.enqueue(ctx, items); err != nil {
 		return timed{}, err
 	}
+	cpu0, err := readCPU(ctx, s, c)
+	if err != nil {
+		return timed{}, err
+	}
 	start := time.Now()
 	if err := s.pause(ctx, c, false); err != nil {
 		return timed{}, err
@@ -256,7 +267,11 @@ func (s *side) drain(ctx context.Context, c *redis.Client, items []item, count i
 	if err != nil {
 		return timed{}, err
 	}
-	return timed{took: end.Sub(start), jobs: count}, nil
+	cpu1, err := readCPU(ctx, s, c)
+	if err != nil {
+		return timed{}, err
+	}
+	return timed{took: end.Sub(start), jobs: count, cpu: cpu1.minus(cpu0)}, nil
 }
 
 // producer is the bench's own view of a new fleet's queues, as `lockworker
