@@ -83,6 +83,7 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 	cores := make([][]float64, len(sides))
 	perJob := make([][]float64, len(sides))
 	var reordered, repeated, requests int
+	served := make([][]float64, len(sides))
 	for rep := range o.reps {
 		var line []string
 		for i := range sides {
@@ -98,6 +99,7 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 			if srv != nil {
 				n, re, rp := srv.counts()
 				requests, reordered, repeated = requests+n, reordered+re, repeated+rp
+				served[k] = append(served[k], msF(srv.servedPerJob()))
 			}
 			rates[k] = append(rates[k], t.rate())
 			cores[k], perJob[k] = append(cores[k], t.cores()), append(perJob[k], t.cpuPerJob())
@@ -137,6 +139,12 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 			note: fmt.Sprintf("%.2f cores busy (median)", median(cores[i]))})
 	}
 	if srv != nil {
+		var all []float64
+		for _, v := range served {
+			all = append(all, v...)
+		}
+		rows = append(rows, row{what: fmt.Sprintf("  the job server's own time per job (%s asked), every run", o.work), vals: all, unit: "ms",
+			note: "a sleep overruns on a busy machine"})
 		rows = append(rows, row{what: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),
 			vals: []float64{float64(reordered)}, unit: "", target: "0", ok: func(v float64) bool { return v == 0 },
 			note: fmt.Sprintf("%d run twice", repeated)})

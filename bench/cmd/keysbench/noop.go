@@ -55,7 +55,7 @@ func measureNoop(ctx context.Context, o options, progress io.Writer) ([]row, err
 		if err := warmUp(ctx, c, s.items, s.old, s.new); err != nil {
 			return nil, err
 		}
-		var olds, news, ratios []float64
+		var olds, news, ratios, cpuOld, cpuNew, redisOld, redisNew []float64
 		for rep := range o.reps {
 			pair := []*side{s.old, s.new}
 			if rep%2 == 1 {
@@ -69,14 +69,24 @@ func measureNoop(ctx context.Context, o options, progress io.Writer) ([]row, err
 				}
 				got[sd] = t
 			}
-			o1, n1 := got[s.old].rate(), got[s.new].rate()
+			to, tn := got[s.old], got[s.new]
+			o1, n1 := to.rate(), tn.rate()
 			olds, news, ratios = append(olds, o1), append(news, n1), append(ratios, n1/o1)
-			fmt.Fprintf(progress, "noop %d/%d (%d partitions): pre-keys %.0f jobs/s, new %.0f jobs/s: %.2fx\n", rep+1, o.reps, s.old.parts, o1, n1, n1/o1)
+			cpuOld, cpuNew = append(cpuOld, perJobUsec(to.cpu.replicas, to.jobs)), append(cpuNew, perJobUsec(tn.cpu.replicas, tn.jobs))
+			redisOld, redisNew = append(redisOld, perJobUsec(to.cpu.redis, to.jobs)), append(redisNew, perJobUsec(tn.cpu.redis, tn.jobs))
+			fmt.Fprintf(progress, "noop %d/%d (%d partitions): pre-keys %.0f jobs/s (%s), new %.0f jobs/s (%s): %.2fx\n",
+				rep+1, o.reps, s.old.parts, o1, to.cpu, n1, tn.cpu, n1/o1)
 		}
 		rows = append(rows,
 			row{what: s.what + ": jobs/s, pre-keys", vals: olds, unit: "jobs/s"},
 			row{what: "  jobs/s, new (JOB_CONCURRENCY default)", vals: news, unit: "jobs/s"},
-			row{what: "  new ÷ pre-keys", vals: ratios, unit: "x", target: "≥ 0.9x", ok: func(v float64) bool { return v >= 0.9 }})
+			row{what: "  new ÷ pre-keys", vals: ratios, unit: "x", target: "≥ 0.9x", ok: func(v float64) bool { return v >= 0.9 }},
+			row{what: "  replicas' CPU per job, pre-keys", vals: cpuOld, unit: "µs"},
+			row{what: "  replicas' CPU per job, new", vals: cpuNew, unit: "µs"},
+			row{what: "  Redis CPU per job (INFO cpu), pre-keys", vals: redisOld, unit: "µs"},
+			row{what: "  Redis CPU per job (INFO cpu), new", vals: redisNew, unit: "µs"})
 	}
 	return rows, nil
 }
+
+func perJobUsec(d time.Duration, jobs int) float64 { return float64(d.Microseconds()) / float64(jobs) }

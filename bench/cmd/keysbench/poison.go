@@ -90,7 +90,7 @@ func measurePoison(ctx context.Context, o options, progress io.Writer) ([]row, e
 	}
 
 	limit := time.Duration(o.jobs)*o.work*4 + time.Minute
-	var clean, dirty, ratios, early, held, skips, skipsInstant, disorder []float64
+	var clean, dirty, ratios, early, held, skips, skipsInstant, disorder, served []float64
 	for rep := range o.reps {
 		runs := []bool{false, true}
 		if rep%2 == 1 {
@@ -112,12 +112,14 @@ func measurePoison(ctx context.Context, o options, progress io.Writer) ([]row, e
 				return nil, err
 			}
 			dirty = append(dirty, t.rate())
+			srv.resetServed() // its own time per job from here on: the held jobs'
 			sk, err := parkAndSkip(ctx, s, c, b, srv, poisoned, o.held)
 			if err != nil {
 				return nil, err
 			}
 			early, held = append(early, float64(sk.early)), append(held, float64(sk.held))
 			skips, disorder = append(skips, msF(sk.took)), append(disorder, float64(sk.bad))
+			served = append(served, msF(srv.servedPerJob()))
 			fmt.Fprintf(progress, "poison %d/%d: others %.0f jobs/s; parked after %d attempts holding %d later jobs; %d ran before skip; skip to %d committed: %s; in order: %v\n",
 				rep+1, o.reps, t.rate(), sk.attempts, sk.held, sk.early, o.held, ms(sk.took), sk.bad == 0)
 		}
@@ -148,6 +150,7 @@ func measurePoison(ctx context.Context, o options, progress io.Writer) ([]row, e
 		{what: "  its later jobs run before skip (both keys)", vals: early, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
 		{what: fmt.Sprintf("  skip → its %d held jobs committed, %s each", o.held, o.work), vals: skips, unit: "ms", target: "≤ 1000 ms",
 			ok: func(v float64) bool { return v <= 1000 }, note: fmt.Sprintf("floor %s: one key runs one job at a time", floor)},
+		{what: "  the job server's own time per held job", vals: served, unit: "ms", note: fmt.Sprintf("%s asked", o.work)},
 		{what: fmt.Sprintf("  skip → %d held jobs committed, answered at once", o.held), vals: skipsInstant, unit: "ms", target: "≤ 1000 ms",
 			ok: func(v float64) bool { return v <= 1000 }, note: "the key alone"},
 		{what: "  skips whose held jobs ran out of order or twice", vals: disorder, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},

@@ -27,6 +27,7 @@ type jobServer struct {
 	watch     map[string]bool
 	instant   string // this key's jobs are answered at once
 	requests  int
+	served    time.Duration // the handler's own time, summed over requests
 	reordered int
 	repeated  int
 }
@@ -57,12 +58,14 @@ func (s *jobServer) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a bench job", http.StatusBadRequest)
 		return
 	}
+	start := time.Now()
 	if k := s.instantKey(); k == "" || it.Key != k {
 		time.Sleep(s.work)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests++
+	s.served += time.Since(start)
 	if s.watch[it.Key] {
 		s.seen[it.Key] = append(s.seen[it.Key], it.Rank)
 	}
@@ -95,7 +98,7 @@ func (s *jobServer) reset(fail func(item) int, watch ...string) {
 	}
 	s.fail = fail
 	s.instant = ""
-	s.requests, s.reordered, s.repeated = 0, 0, 0
+	s.requests, s.reordered, s.repeated, s.served = 0, 0, 0, 0
 }
 
 // setInstant makes key's jobs answered without the wait.
@@ -116,6 +119,24 @@ func (s *jobServer) ranks(key string) []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int(nil), s.seen[key]...)
+}
+
+// resetServed starts servedPerJob afresh, keeping the rest.
+func (s *jobServer) resetServed() {
+	s.mu.Lock()
+	s.served, s.requests = 0, 0
+	s.mu.Unlock()
+}
+
+// servedPerJob is the mean time the handler took per request, its asked
+// wait included: on a busy machine a sleep overruns.
+func (s *jobServer) servedPerJob() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requests == 0 {
+		return 0
+	}
+	return s.served / time.Duration(s.requests)
 }
 
 func (s *jobServer) counts() (requests, reordered, repeated int) {

@@ -255,6 +255,11 @@ func (s *side) drain(ctx context.Context, c *redis.Client, items []item, count i
 	if err := s.enqueue(ctx, items); err != nil {
 		return timed{}, err
 	}
+	// A pause the daemon did not honour would time the tail of the run
+	// only.
+	if n, err := s.committed(ctx, c); err != nil || n != base {
+		return timed{}, fmt.Errorf("%s: %d jobs committed while paused (error %v)", s.label, n-base, err)
+	}
 	cpu0, err := readCPU(ctx, s, c)
 	if err != nil {
 		return timed{}, err
