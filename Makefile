@@ -64,7 +64,7 @@ test:
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
 ## about 11 minutes); a flood of half-open connections against one replica
-## (about 30 seconds); keys side by side (bench-keys, about 8 minutes,
+## (about 30 seconds); keys side by side (bench-keys, about 15 minutes,
 ## KEYSBENCH_FLAGS=-quick for a quick run). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
@@ -89,7 +89,7 @@ bench-partitions: redis-server build
 
 ## bench-keys: what running keys side by side buys and costs, with 3 real
 ## replicas per fleet on one redis-server, 3 repetitions, one table (about
-## 8 minutes, and 4 more the first time to build the pre-keys daemon):
+## 15 minutes, and 4 more the first time to build the pre-keys daemon):
 ## jobs/s with a 10 ms http (and exec) handler, JOB_CONCURRENCY swept
 ## beside the pre-keys daemon (commit $(PREKEYS), one job at a time per
 ## partition); a no-op handler with group commit, new beside pre-keys; one

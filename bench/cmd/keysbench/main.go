@@ -8,7 +8,7 @@
 //     the http handler posting to a server in this process that takes
 //     10 ms per job; the pre-keys daemon (-old: one job at a time per
 //     partition, the behaviour before keys) beside the new one at
-//     JOB_CONCURRENCY 1, 4, 16 and 64; the bound the keys allow (the
+//     JOB_CONCURRENCY 1, 4, 16, 32 and 64; the bound the keys allow (the
 //     busiest key's jobs × 10 ms) and the fraction of it reached; the same
 //     with the exec handler running `sleep 0.01`;
 //   - group commit: a no-op handler (the log handler, WORK_DURATION=1ns)
@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.jobs, "jobs", 3000, "jobs of the 10 ms runs")
 	fs.IntVar(&o.keys, "keys", 200, "ordering keys of those jobs")
 	fs.DurationVar(&o.work, "work", 10*time.Millisecond, "the handler's time per job")
-	sweep := fs.String("sweep", "1,4,16,64", "JOB_CONCURRENCY values of the concurrency part")
+	sweep := fs.String("sweep", "1,4,16,32,64", "JOB_CONCURRENCY values of the concurrency part")
 	fs.IntVar(&o.noopJobs, "noop-jobs", 50000, "jobs of each no-op run")
 	fs.IntVar(&o.held, "held", 100, "the poisoned key's jobs after its failing one")
 	fs.DurationVar(&o.outage, "outage", time.Minute, "how long the http handler's server is down")
