@@ -279,7 +279,7 @@ func (s *side) drain(ctx context.Context, c *redis.Client, items []item, count i
 	return timed{took: end.Sub(start), jobs: count, cpu: cpu1.minus(cpu0)}, nil
 }
 
-// producer is the bench's own view of a new fleet's queues, as `lockworker
+// openBackend is the bench's own view of a new fleet's queues, as `lockworker
 // enqueue`, `parked` and `skip` have it: the backend on the same
 // configuration.
 func openBackend(ctx context.Context, s *side) (*backend.Backend, error) {
