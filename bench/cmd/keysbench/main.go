@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.idleParked, "idle-parked", 100, "parked keys of the idle fleet")
 	fs.DurationVar(&o.idleWindow, "idle-window", time.Minute, "length of each idle window (one per repetition)")
 	fs.DurationVar(&o.idleSettle, "idle-settle", 20*time.Second, "how long the idle fleet runs, once its keys are parked, before its windows")
-	quick := fs.Bool("quick", false, "a quick run (about 5 minutes): -reps 1 -noop-jobs 10000 -outage 15s -idle-window 15s -idle-settle 10s, unless given")
+	quick := fs.Bool("quick", false, "a quick run (about 2 minutes): -reps 1 -noop-jobs 10000 -outage 15s -idle-window 15s -idle-settle 10s, unless given")
 	only := fs.String("only", strings.Join(parts, ","), "parts to run, comma-separated: "+strings.Join(parts, ", "))
 	if err := fs.Parse(args); err != nil {
 		return err
