@@ -9,11 +9,14 @@ BUILD_FLAGS ?= -trimpath -ldflags='-s -w'
 # The Go modules: the daemon's, the bench's (its peers stay out of the
 # daemon's go.mod) and the alert rules' tests (Prometheus's code likewise).
 MODULES     := . bench deploy/prometheus
+# The pre-keys daemon that bench-keys compares against (see $(PREKEYS_BIN)).
+PREKEYS     ?= aac7a18
+PREKEYS_BIN ?= bin/lockworker-$(PREKEYS)
 
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test test-short fmt-check fmt vet lint bench bench-partitions bench-time chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test test-short fmt-check fmt vet lint bench bench-partitions bench-keys bench-time chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -81,17 +84,19 @@ test-short:
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
 ## about 11 minutes); a flood of half-open connections against one replica
-## (about 30 seconds); delayed jobs, schedules and idempotent enqueue
-## (bench-time, about 12 minutes). The bench is a module of its own
+## (about 30 seconds); keys side by side (bench-keys, about 15 minutes,
+## KEYSBENCH_FLAGS=-quick for a quick run); delayed jobs, schedules and
+## idempotent enqueue (bench-time, about 12 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
-bench: redis-server build
+bench: redis-server build $(PREKEYS_BIN)
 	cd bench && $(GO) run ./cmd/peerbench -bin $(abspath $(BIN)) $(BENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/handoverbench -bin $(abspath $(BIN))
 	cd bench && $(GO) run ./cmd/fleetidle -bin $(abspath $(BIN))
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/floodbench -bin $(abspath $(BIN))
+	cd bench && $(GO) run ./cmd/keysbench -bin $(abspath $(BIN)) -old $(abspath $(PREKEYS_BIN)) $(KEYSBENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
 
 ## bench-partitions: what partitions buy and cost, with 3 real replicas per
@@ -114,6 +119,27 @@ bench-partitions: redis-server build
 TIMEBENCH_FLAGS ?=
 bench-time: redis-server build
 	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
+
+## bench-keys: what running keys side by side buys and costs, with 3 real
+## replicas per fleet on one redis-server, 3 repetitions, one table (about
+## 15 minutes, and 4 more the first time to build the pre-keys daemon):
+## jobs/s with a 10 ms http (and exec) handler, JOB_CONCURRENCY swept
+## beside the pre-keys daemon (commit $(PREKEYS), one job at a time per
+## partition); a no-op handler with group commit, new beside pre-keys; one
+## poisoned key among 200 (others' jobs/s, then skip); the http handler's
+## server down for 60 s with the default retries; an idle fleet with
+## PARTITIONS=64 and 100 parked keys. A quick run: KEYSBENCH_FLAGS=-quick.
+KEYSBENCH_FLAGS ?=
+bench-keys: redis-server build $(PREKEYS_BIN)
+	cd bench && $(GO) run ./cmd/keysbench -bin $(abspath $(BIN)) -old $(abspath $(PREKEYS_BIN)) $(KEYSBENCH_FLAGS)
+
+# The daemon as it was before keys ran side by side (the keys branch's
+# base), for bench-keys, built as `build` builds, from `git archive` in a
+# temporary directory: the worktrees are left alone.
+$(PREKEYS_BIN):
+	@dir=$$(mktemp -d) && git archive $(PREKEYS) | tar -x -C $$dir && \
+	(cd $$dir && CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(abspath $@) ./cmd/lockworker); \
+	rc=$$?; rm -rf $$dir; exit $$rc
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
 ## for each value of PARTITIONS (unset: "1 8": one lock, then eight

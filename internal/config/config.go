@@ -131,7 +131,7 @@ type Config struct {
 	JobOnFailure string `env:"JOB_ON_FAILURE" envDefault:"park"`
 	// JobConcurrency is the most jobs a replica runs at once, over every
 	// partition it leads; never two of one key.
-	JobConcurrency int `env:"JOB_CONCURRENCY" envDefault:"16"`
+	JobConcurrency int `env:"JOB_CONCURRENCY" envDefault:"32"`
 	// JobBatch is how many jobs the leader claims, runs and commits per
 	// round trip to Redis when the queue is deep (group commit); 1 is one
 	// job per round trip. A leader lost mid-batch leaves its whole batch

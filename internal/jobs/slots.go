@@ -13,7 +13,7 @@ const MaxConcurrency = 1024
 
 // DefaultConcurrency is NewSlots' count by default (JOB_CONCURRENCY's);
 // docs/queue.md says why.
-const DefaultConcurrency = 16
+const DefaultConcurrency = 32
 
 // Slots is the replica-wide limit on jobs in flight (JOB_CONCURRENCY),
 // shared by the workers of every partition the replica leads: a run
