@@ -38,7 +38,9 @@ func (l *Locker) Acquire(ctx context.Context, workerID string, floor int64) (*Le
 	if len(l.nodes) > 1 || l.epochNode < 0 {
 		args = []any{a.value, l.ttlArg, workerID, flag(false), 0}
 	}
-	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (v []int64, err error) {
+	res := fanOut(ctx, l, nil, func(ctx context.Context, i int, n redis.Scripter) (acquireReply, error) {
+		var v []int64
+		var err error
 		switch c, plain := n.(setNX); {
 		case i == l.epochNode:
 			// The authority mints the token in the same script when it
@@ -49,10 +51,10 @@ func (l *Locker) Acquire(ctx context.Context, workerID string, floor int64) (*Le
 		default:
 			v, err = acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 		}
-		if err == nil && len(v) != 3 {
-			err = fmt.Errorf("unexpected acquire reply of %d values", len(v))
+		if err != nil {
+			return acquireReply{}, err
 		}
-		return v, err
+		return decodeAcquire(v)
 	})
 	a.tally(res)
 	elapsed := l.now().Sub(a.start)
@@ -94,9 +96,33 @@ func (l *Locker) plainAcquire(ctx context.Context, n redis.Scripter, c setNX, va
 	return acquireScript.Run(ctx, n, l.acqKeys, args...).Int64Slice()
 }
 
+// acquireReply is acquire.lua's answer (see its header), decoded in one
+// place, decodeAcquire.
+type acquireReply struct {
+	granted bool  // the node holds this attempt's value after the call
+	token   int64 // granted: the token the value carries (0: none minted)
+	seen    int64 // granted: the epoch found before the mint (-1: none minted)
+	pttl    int64 // refused: the other holder's remaining TTL (-1: none)
+	held    int64 // refused: the token the other holder's value carries
+}
+
+// decodeAcquire reads acquire.lua's {1, token, seen} or {0, pttl, held}.
+func decodeAcquire(v []int64) (acquireReply, error) {
+	switch {
+	case len(v) != 3:
+		return acquireReply{}, fmt.Errorf("unexpected acquire reply of %d values", len(v))
+	case v[0] == 1:
+		return acquireReply{granted: true, token: v[1], seen: v[2]}, nil
+	}
+	return acquireReply{pttl: v[1], held: v[2]}, nil
+}
+
 // granted says an acquire reply holds the lock (on the authority: and so
 // minted a token).
-func granted(v []int64) bool { return len(v) == 3 && v[0] == 1 }
+func granted(v []int64) bool {
+	r, err := decodeAcquire(v)
+	return err == nil && r.granted
+}
 
 // attempt is one Acquire: its random value and what the nodes answered.
 type attempt struct {
@@ -116,20 +142,20 @@ type attempt struct {
 	heldToken int64
 }
 
-func (a *attempt) tally(res []result[[]int64]) {
+func (a *attempt) tally(res []result[acquireReply]) {
 	for i, r := range res {
 		switch {
 		case r.err != nil:
 			a.maybe = append(a.maybe, i)
 			a.errs = append(a.errs, a.l.nodeErr(i, r.err))
-		case r.v[0] == 1:
+		case r.v.granted:
 			a.yes = append(a.yes, i)
-			if i == a.l.epochNode && r.v[1] > 0 {
-				a.token, a.minted, a.seen = r.v[1], true, r.v[2]
+			if i == a.l.epochNode && r.v.token > 0 {
+				a.token, a.minted, a.seen = r.v.token, true, r.v.seen
 			}
 		default:
-			a.held = append(a.held, r.v[1])
-			a.heldToken = max(a.heldToken, r.v[2])
+			a.held = append(a.held, r.v.pttl)
+			a.heldToken = max(a.heldToken, r.v.held)
 		}
 	}
 }
