@@ -10,10 +10,18 @@ import (
 	"github.com/lockworker/lockworker/internal/backoff"
 )
 
+// Store is where a Reporter writes its record: a *Roster, or a fake in
+// tests that run the Reporter under testing/synctest.
+type Store interface {
+	Put(ctx context.Context, rec Record, prune, announce bool) error
+	Remove(ctx context.Context, workerID string) error
+	TTL() time.Duration
+}
+
 // ReporterConfig configures a Reporter.
 type ReporterConfig struct {
 	// Roster is where the record goes. Required.
-	Roster *Roster
+	Roster Store
 	// Read returns this replica's record as it is now. Required; called
 	// from Run's goroutine only.
 	Read func() Record

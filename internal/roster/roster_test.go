@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -234,11 +235,70 @@ func TestReporterRefreshAndLeave(t *testing.T) {
 	if m, err := ps.ReceiveMessage(t.Context()); err != nil || m.Payload != "w-1" {
 		t.Fatalf("removal announced as %v, %v", m, err)
 	}
-	p.Poke()
-	time.Sleep(100 * time.Millisecond) // a write after Leave would come within the settle
-	if got, _ := r.List(t.Context()); len(got) != 0 {
-		t.Fatalf("record written again after Leave: %+v", got)
-	}
+}
+
+// fakeStore records a Reporter's writes, for tests under synctest.
+type fakeStore struct {
+	mu      sync.Mutex
+	puts    int
+	removed bool
+}
+
+func (f *fakeStore) Put(context.Context, Record, bool, bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.puts++
+	return nil
+}
+
+func (f *fakeStore) Remove(context.Context, string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = true
+	return nil
+}
+
+func (f *fakeStore) TTL() time.Duration { return 2 * time.Second }
+
+func (f *fakeStore) state() (int, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.puts, f.removed
+}
+
+// TestReporterSilentAfterLeave: once Leave returns, Run writes nothing
+// more, neither on a poke nor on its ticks (run in a synctest bubble: ten
+// refresh periods pass on the fake clock, and synctest.Wait says every
+// goroutine is blocked, so "nothing happened" is not a guess).
+func TestReporterSilentAfterLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{}
+		p, err := NewReporter(ReporterConfig{Roster: f, Interval: time.Second, Read: func() Record { return Record{WorkerID: "w-1"} }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.Run(ctx) }()
+		time.Sleep(3 * time.Second) // three ticks
+		synctest.Wait()
+		if puts, _ := f.state(); puts < 3 {
+			t.Fatalf("%d writes over three refresh periods", puts)
+		}
+		p.Leave(t.Context())
+		before, removed := f.state()
+		if !removed {
+			t.Fatal("Leave did not remove the record")
+		}
+		p.Poke()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if puts, _ := f.state(); puts != before {
+			t.Fatalf("%d writes after Leave", puts-before)
+		}
+		stop()
+		<-done
+	})
 }
 
 // TestClaim: a name no live record holds is claimed (listed like a Put
