@@ -42,6 +42,11 @@ func newAcks(cfg Config) *acks {
 	return &acks{min: cfg.MinReplicas, timeout: cmp.Or(cfg.ReplicaTimeout, time.Second), counts: counts}
 }
 
+// required says whether MinReplicas asks for any replica: then a job
+// runs only once a WAIT acknowledged its claim (Queue.step), which covers
+// its enqueue. With 0 the steps send no WAIT, as before.
+func (a *acks) required() bool { return a != nil && a.min > 0 }
+
 // conn is a connection to the master that holds key and how many
 // acknowledgements a write on it needs: a nil conn when none (no
 // replica, min 0) or the client cannot say (then nothing waits). WAIT
