@@ -13,7 +13,7 @@ MODULES     := . bench deploy/prometheus
 # bin/ first on PATH: .ci/apt-install may link bin/redis-server there.
 export PATH := $(CURDIR)/bin:$(PATH)
 
-.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
+.PHONY: all build run demo test fmt-check fmt vet lint bench bench-partitions bench-time chaos chaos-schedule redis-server chromium compose-check compose-e2e clean
 
 all: fmt-check vet test build
 
@@ -61,7 +61,8 @@ test:
 ## table with the ratios (about 1 minute); what the fleet registry and an open dashboard add to an
 ## idle fleet's Redis load (about 2 minutes); partitions (bench-partitions,
 ## about 11 minutes); a flood of half-open connections against one replica
-## (about 30 seconds). The bench is a module of its own
+## (about 30 seconds); delayed jobs, schedules and idempotent enqueue
+## (bench-time, about 12 minutes). The bench is a module of its own
 ## (bench/go.mod), so the daemon never depends on the peers.
 BENCH_FLAGS ?=
 bench: redis-server build
@@ -71,6 +72,7 @@ bench: redis-server build
 	$(GO) test -run '^$$' -bench 'ProcessNoop|RedisRoundTrip|StepFloor' -count=5 ./internal/jobs | (cd bench && $(GO) run ./cmd/jobsbench)
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
 	cd bench && $(GO) run ./cmd/floodbench -bin $(abspath $(BIN))
+	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
 
 ## bench-partitions: what partitions buy and cost, with 3 real replicas per
 ## fleet on one redis-server, 5 repetitions, one table (about 11 minutes):
@@ -81,6 +83,17 @@ bench: redis-server build
 PARTITIONBENCH_FLAGS ?=
 bench-partitions: redis-server build
 	cd bench && $(GO) run ./cmd/partitionbench -bin $(abspath $(BIN)) $(PARTITIONBENCH_FLAGS)
+
+## bench-time: delayed jobs, schedules and idempotent enqueue, 3
+## repetitions, one table (about 12 minutes): 10,000 delayed jobs over 100
+## keys due within 10 s on 3 replicas with PARTITIONS=16 (early starts,
+## lateness, per-key due-time order); the Redis commands/s that 10,000 jobs
+## due in an hour and 100 schedules every minute add to an idle fleet;
+## 1,000 enqueues sent twice with one Idempotency-Key across a forced
+## Sentinel failover (jobs run per key). A quick run: TIMEBENCH_FLAGS=-quick.
+TIMEBENCH_FLAGS ?=
+bench-time: redis-server build
+	cd bench && $(GO) run ./cmd/timebench -bin $(abspath $(BIN)) $(TIMEBENCH_FLAGS)
 
 ## chaos: the long fault-injection run (200 faults, 2s TTL, 3 replicas), once
 ## for each value of PARTITIONS (unset: "1 8": one lock, then eight
