@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,5 +64,23 @@ func TestNoJobRunsBeforeItsReplicasAcknowledge(t *testing.T) {
 	}
 	if s := stats(t, q2); s.Pending != 0 {
 		t.Fatalf("%d jobs still pending after the commit", s.Pending)
+	}
+}
+
+// BenchmarkProcessNoopBatchedAcked is BenchmarkProcessNoopBatched on a
+// master with one replica (loopback) and REDIS_MIN_REPLICAS=1: every
+// step that claims carries a WAIT; min=0 is the same master and replica
+// without it.
+func BenchmarkProcessNoopBatchedAcked(b *testing.B) {
+	e := newEnv(b)
+	redistest.StartReplica(b, e.srv)
+	acknowledging(b, e.c)
+	for _, min := range []int{0, 1} {
+		b.Run("min="+strconv.Itoa(min), func(b *testing.B) {
+			if err := e.c.FlushAll(b.Context()).Err(); err != nil {
+				b.Fatal(err)
+			}
+			benchJobsOn(b, e, Config{Client: e.c, Keys: testKeys, MinReplicas: min}, HandlerFunc(noop), DefaultBatch)
+		})
 	}
 }
