@@ -67,6 +67,48 @@ func TestNoJobRunsBeforeItsReplicasAcknowledge(t *testing.T) {
 	}
 }
 
+// TestUnacknowledgedClaimsCostNoAttempt: a job that failed once is
+// claimed again, counted as its second delivery, while its replica cannot
+// acknowledge; each such claim is given back uncounted, so once the
+// replica is back the job runs as its second delivery, however many
+// claims fell short (MaxAttempts is 3: counting them would fail it for
+// good).
+func TestUnacknowledgedClaimsCostNoAttempt(t *testing.T) {
+	e := newEnv(t)
+	r := redistest.StartReplica(t, e.srv)
+	acknowledging(t, e.c)
+	t.Cleanup(r.Thaw)
+	var calls atomic.Int32
+	var attempt atomic.Int64
+	h := HandlerFunc(func(_ context.Context, j Job, _ Lease) error {
+		calls.Add(1)
+		attempt.Store(int64(j.Attempt))
+		if j.Attempt == 1 {
+			r.Freeze()
+			return errors.New("fails once")
+		}
+		return nil
+	})
+	q := e.queueOf(t, Config{Client: e.c, Keys: testKeys, MinReplicas: 1, ReplicaTimeout: 50 * time.Millisecond}, h, nil)
+	if _, err := q.Enqueue(t.Context(), "", []byte("charge 10")); err != nil {
+		t.Fatal(err)
+	}
+	process(t, q, newLease(becomeLeader(t, e.c), time.Minute))
+	poll.Until(t, 20*time.Second, "the first delivery", func() bool { return calls.Load() > 0 })
+	before := waitCalls(t, e.c)
+	poll.Until(t, 20*time.Second, "six steps whose WAIT fell short", func() bool {
+		if n := calls.Load(); n > 1 {
+			t.Fatalf("the job ran again (attempt %d) before its replica acknowledged the claim", attempt.Load())
+		}
+		return waitCalls(t, e.c)-before >= 6
+	})
+	r.Thaw()
+	waitCommitted(t, q, 1)
+	if n, a := calls.Load(), attempt.Load(); n != 2 || a != 2 {
+		t.Fatalf("the job ran %d times, last as attempt %d; want twice, the second as attempt 2", n, a)
+	}
+}
+
 // BenchmarkProcessNoopBatchedAcked is BenchmarkProcessNoopBatched on a
 // master with one replica (loopback) and REDIS_MIN_REPLICAS=1: every
 // step that claims carries a WAIT; min=0 is the same master and replica
