@@ -187,7 +187,7 @@ func (q *Queue) step(ctx context.Context, a stepArgs) (stepReply, error) {
 		return stepReply{}, fmt.Errorf("jobs: step: %w", err)
 	}
 	s, err := q.parseStepReply(a, reply)
-	if err == nil && len(b.After) > 0 {
+	if err == nil && len(b.After) > 0 && len(s.claimed) > 0 { // claiming nothing, it runs nothing
 		s.unacked = q.acks.check(r.After[0], want)
 	}
 	return s, err
