@@ -387,7 +387,7 @@ func (s *server) refused(w http.ResponseWriter, err error, n int, fallback strin
 		msg = "could not enqueue: Redis is full (maxmemory reached; it refuses writes rather than evict); nothing enqueued"
 	case errors.Is(err, jobs.ErrNotReplicated):
 		msg = "not acknowledged: written on the Redis master, but fewer replicas than REDIS_MIN_REPLICAS " +
-			"acknowledged it in time; it may run, or be lost in a failover"
+			"acknowledged it in time; it may run, or be lost in a failover; with REDIS_MIN_REPLICAS of 1 or more a retry with the same Idempotency-Key enqueues it once"
 	}
 	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": msg})
 }

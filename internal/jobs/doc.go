@@ -12,8 +12,12 @@
 // of the queue's master that can acknowledge, and at least
 // Config.MinReplicas, has it (WAIT on the write's own connection; one WAIT
 // per bulk enqueue); otherwise it is written but fails with
-// ErrNotReplicated. On a full Redis (noeviction, maxmemory reached) it
-// fails with ErrRedisFull and writes nothing. A Worker is the leader's
+// ErrNotReplicated. With MinReplicas above 0 no job runs before the same
+// rule acknowledges the step that claimed it (its WAIT, in the step's
+// round trip, covers the enqueue too): a job a failover may still discard
+// has not run, so an enqueue that failed with ErrNotReplicated may be
+// retried with the same idempotency key. On a full Redis (noeviction,
+// maxmemory reached) it fails with ErrRedisFull and writes nothing. A Worker is the leader's
 // side: Process runs a Handler on the jobs under the leadership's context
 // and lease. A job that could not start because the host is out of
 // resources (ErrHostFault) costs no attempt; if that persists, Process

@@ -174,7 +174,10 @@ func (l *loop) step() error {
 		l.unreachable(err)
 		return nil
 	}
-	l.redisFails, l.recover = 0, false
+	if s.unacked == nil {
+		l.redisFails = 0
+	}
+	l.recover = false
 	l.pending = l.pending[len(sent):]
 	l.recorded(sent, s.applied)
 	if s.paused != l.paused && l.w.cfg.OnPause != nil {
@@ -184,8 +187,12 @@ func (l *loop) step() error {
 	l.readyNow, l.nextDue, l.timeAt = s.readyNow, s.nextDue, s.nextTime
 	l.mayClaim = s.readyNow > 0 && !s.paused
 	l.tick(s.due)
-	for _, c := range s.claimed {
-		l.start(c)
+	if s.unacked != nil {
+		l.unacked(s.unacked, s.claimed)
+	} else {
+		for _, c := range s.claimed {
+			l.start(c)
+		}
 	}
 	l.w.slots.release(l.slots) // the ones no group filled
 	l.slots = 0
@@ -223,6 +230,26 @@ func (l *loop) unreachable(err error) {
 	l.recover, l.resent = true, true
 	l.w.slots.release(l.slots) // no hoarding while Redis is away
 	l.slots = 0
+}
+
+// unacked takes a step whose claims the replicas did not acknowledge in
+// time (REDIS_MIN_REPLICAS): a failover may still discard them, with the
+// enqueues and idempotency keys of their jobs (written on a master that
+// was already deposed, say), and a job run now could then be enqueued and
+// run again by a client retrying its 503. So none runs: each is given back
+// by the next step, which waits a backoff (as for a step whose answer
+// was lost), keeps its group's place and takes back the delivery its claim
+// counted. Should the leadership end first, its claims stay in flight and
+// the next leader's first step releases them.
+func (l *loop) unacked(err error, claimed []claim) {
+	l.redisFails++
+	d := l.w.cfg.Backoff.Delay(l.redisFails)
+	l.log.Warn("the replicas did not acknowledge the claimed jobs in time: running none of them yet, retrying",
+		"err", err, "runs", len(claimed), "retryInMs", d.Milliseconds())
+	l.retryAt = time.Now().Add(d)
+	for _, c := range claimed {
+		l.pending = append(l.pending, givenBack(c))
+	}
 }
 
 // recorded accounts for the runs a step carried, by what it applied.

@@ -44,9 +44,10 @@ type Config struct {
 	ShardedNotices bool
 	// MinReplicas: an enqueue is acknowledged (Enqueue returns its ID)
 	// only once every online replica of the queue's master, and at least
-	// MinReplicas, has it (WAIT; a bulk enqueue waits once). Default 0:
-	// only the online replicas are waited for, none when there are none.
-	// Negative: never wait.
+	// MinReplicas, has it (WAIT; a bulk enqueue waits once). Above 0, a
+	// claimed job also runs only once its step is so acknowledged.
+	// Default 0: only the online replicas are waited for, none when there
+	// are none, and steps never wait. Negative: never wait.
 	MinReplicas int
 	// ReplicaTimeout bounds that WAIT. Default 1s.
 	ReplicaTimeout time.Duration

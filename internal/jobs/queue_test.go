@@ -775,7 +775,12 @@ func benchNoop(b *testing.B, batch int) { benchJobs(b, HandlerFunc(noop), batch)
 // given batch size and reports jobs/s.
 func benchJobs(b *testing.B, h Handler, batch int) {
 	e := newEnv(b)
-	q := e.queue(b, h, func(c *WorkerConfig) { c.Batch = batch })
+	benchJobsOn(b, e, Config{Client: e.c, Keys: testKeys}, h, batch)
+}
+
+// benchJobsOn is benchJobs on e with the queue's config qc.
+func benchJobsOn(b *testing.B, e *env, qc Config, h Handler, batch int) {
+	q := e.queueOf(b, qc, h, func(c *WorkerConfig) { c.Batch = batch })
 	token := becomeLeader(b, e.c)
 	ctx := context.Background()
 	fillQueue(b, e, q.Queue, b.N) // outside the timer

@@ -15,14 +15,18 @@ import (
 // ErrNotReplicated is part of an enqueue's error when the job (or the
 // whole batch) was written on the master but fewer replicas than required
 // acknowledged it in time (WAIT): a failover now could lose it. It is in
-// the queue and runs unless such a failover comes; an enqueue retried
-// after this error may add it twice (jobs are at-least-once anyway).
+// the queue and runs unless such a failover comes. Retried with the same
+// idempotency key it is enqueued once: with MinReplicas above 0 no job
+// runs before its claim, and so its enqueue, is acknowledged, so a job a
+// failover discards has not run. Retried without one it may be added
+// twice (jobs are at-least-once anyway).
 var ErrNotReplicated = errors.New("jobs: written on the master but not acknowledged by enough replicas in time (a failover could lose it)")
 
 // acks is the WAIT step of the enqueues (package replicas): a write is
 // acknowledged to the caller only once every online replica of its
 // master, and at least min, has it. With no replica and min 0 nothing
-// waits.
+// waits. With min above 0 the leader's steps that claim jobs wait by the
+// same rule (required) before the jobs run.
 type acks struct {
 	min     int
 	timeout time.Duration
@@ -41,6 +45,11 @@ func newAcks(cfg Config) *acks {
 	}
 	return &acks{min: cfg.MinReplicas, timeout: cmp.Or(cfg.ReplicaTimeout, time.Second), counts: counts}
 }
+
+// required says whether MinReplicas asks for any replica: then a job
+// runs only once a WAIT acknowledged its claim (Queue.step), which covers
+// its enqueue. With 0 the steps send no WAIT, as before.
+func (a *acks) required() bool { return a != nil && a.min > 0 }
 
 // conn is a connection to the master that holds key and how many
 // acknowledgements a write on it needs: a nil conn when none (no

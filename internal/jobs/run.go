@@ -33,6 +33,14 @@ func (r *runResult) finishedIdem(job Job) {
 	}
 }
 
+// givenBack is the result of claim c when none of its jobs started: its
+// group keeps its place, and a head's delivery its claim counted is
+// taken back.
+func givenBack(c claim) runResult {
+	return runResult{outcome: outcome{member: c.member, first: c.jobs[0].ID, end: endDone, uncount: c.jobs[0].Attempt > 1},
+		key: keyOf(c.member)}
+}
+
 // execute runs one claimed run: its jobs one at a time, in order. It ends
 // after the last, at a job that did not finish (failed, interrupted,
 // refused), once BatchWindow has passed (the rest is given back, so slow

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockworker/lockworker/internal/replicas"
 	"github.com/lockworker/lockworker/internal/scriptpipe"
 )
 
@@ -133,6 +134,10 @@ type stepReply struct {
 	claimed []claim
 	// due are the schedules due now, for the next step to tick.
 	due []dueSchedule
+	// unacked, when not nil, wraps ErrNotReplicated: fewer replicas than
+	// the queue's acks require acknowledged the step (WAIT), so none of
+	// claimed may run yet; the rest of the reply holds.
+	unacked error
 }
 
 // stepArgs is what a step sends.
@@ -153,12 +158,43 @@ const timeMax = 256
 // step records a.outcomes, releases lost claims when a.recover, and
 // claims up to a.want groups, in one fenced script: one round trip. A
 // stale token is refused first and changes nothing.
+//
+// When the queue's acks ask for replicas (MinReplicas above 0) and the
+// step claims, a WAIT follows the script on the same connection, in the
+// same round trip: its replication offset covers every write made on
+// that master before it, so the claimed jobs' enqueues and idempotency
+// keys are acknowledged with the claim. Short of that, the reply says
+// why in unacked: its claims must not run, since a failover may still
+// discard them, and the caller gives them back.
 func (q *Queue) step(ctx context.Context, a stepArgs) (stepReply, error) {
-	_, r := scriptpipe.Run(ctx, q.cfg.Client, scriptpipe.Batch{Script: stepScript, Keys: q.stepKeys(), Args: q.stepValues(a)}, nil)
+	var c scriptpipe.Client = q.cfg.Client
+	b := scriptpipe.Batch{Script: stepScript, Keys: q.stepKeys(), Args: q.stepValues(a)}
+	var want int
+	if a.want > 0 && q.acks.required() {
+		conn, n, err := q.acks.conn(ctx, q.cfg.Client, q.ready)
+		if err != nil {
+			return stepReply{}, fmt.Errorf("jobs: step: count the replicas: %w", err)
+		}
+		if conn != nil {
+			defer func() { _ = conn.Close() }()
+			c, want = conn, n // the script and its WAIT on one connection
+			b.After = [][]any{replicas.WaitCommand(want, q.acks.timeout)}
+		}
+	}
+	_, r := scriptpipe.Run(ctx, c, b, nil)
 	reply, err := r.Script.Slice()
 	if err != nil {
 		return stepReply{}, fmt.Errorf("jobs: step: %w", err)
 	}
+	s, err := q.parseStepReply(a, reply)
+	if err == nil && len(b.After) > 0 && len(s.claimed) > 0 { // claiming nothing, it runs nothing
+		s.unacked = q.acks.check(r.After[0], want)
+	}
+	return s, err
+}
+
+// parseStepReply decodes and checks step.lua's reply to a.
+func (q *Queue) parseStepReply(a stepArgs, reply []any) (stepReply, error) {
 	s, err := parseStep(a.token, reply)
 	if err != nil {
 		return stepReply{}, err
