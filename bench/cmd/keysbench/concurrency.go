@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/config"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/partition"
@@ -109,45 +110,45 @@ func compare(ctx context.Context, o options, progress io.Writer, handler string,
 	}
 
 	what := fmt.Sprintf("%s handler, %s per job, %d jobs over %d keys, PARTITIONS=%d", handler, o.work, o.jobs, o.keys, o.parts)
-	rows := []row{{what: what + ": jobs/s, pre-keys (one job at a time per partition)", vals: rates[0], unit: "jobs/s",
-		note: fmt.Sprintf("hash bound %.0f jobs/s (fullest partition %d jobs)", partBound, fullest)}}
+	rows := []row{{What: what + ": jobs/s, pre-keys (one job at a time per partition)", Vals: rates[0], Unit: "jobs/s",
+		Note: fmt.Sprintf("hash bound %.0f jobs/s (fullest partition %d jobs)", partBound, fullest)}}
 	def := defaultConcurrency()
 	for i, cc := range cs {
 		s := sides[i+1]
-		rows = append(rows, row{what: fmt.Sprintf("  jobs/s, %s", s.label), vals: rates[i+1], unit: "jobs/s",
-			note: fmt.Sprintf("slots bound %.0f jobs/s (%d replicas × %d ÷ %s)", float64(o.replicas*cc)/o.work.Seconds(), o.replicas, cc, o.work)})
+		rows = append(rows, row{What: fmt.Sprintf("  jobs/s, %s", s.label), Vals: rates[i+1], Unit: "jobs/s",
+			Note: fmt.Sprintf("slots bound %.0f jobs/s (%d replicas × %d ÷ %s)", float64(o.replicas*cc)/o.work.Seconds(), o.replicas, cc, o.work)})
 	}
 	for i, cc := range cs {
 		ratio := make([]float64, o.reps)
 		for j := range ratio {
 			ratio[j] = rates[i+1][j] / rates[0][j]
 		}
-		rw := row{what: fmt.Sprintf("  %s ÷ pre-keys", sides[i+1].label), vals: ratio, unit: "x"}
+		rw := row{What: fmt.Sprintf("  %s ÷ pre-keys", sides[i+1].label), Vals: ratio, Unit: "x"}
 		if cc == def && handler == "http" {
-			rw.target, rw.ok, rw.note = "≥ 6x", func(v float64) bool { return v >= 6 }, "the default"
+			rw.Target, rw.OK, rw.Note = "≥ 6x", func(v float64) bool { return v >= 6 }, "the default"
 		}
 		rows = append(rows, rw)
 	}
-	rows = append(rows, row{what: fmt.Sprintf("  bound the keys allow (busiest key %d jobs × %s)", busiest, o.work),
-		vals: []float64{keyBound}, unit: "jobs/s", note: "fixed by the keys"})
+	rows = append(rows, row{What: fmt.Sprintf("  bound the keys allow (busiest key %d jobs × %s)", busiest, o.work),
+		Vals: []float64{keyBound}, Unit: "jobs/s", Note: "fixed by the keys"})
 	for i := range cs {
-		rows = append(rows, row{what: fmt.Sprintf("  fraction of the keys' bound reached, %s", sides[i+1].label),
-			vals: divide(rates[i+1], keyBound), unit: ""})
+		rows = append(rows, row{What: fmt.Sprintf("  fraction of the keys' bound reached, %s", sides[i+1].label),
+			Vals: benchkit.Divide(rates[i+1], keyBound), Unit: ""})
 	}
 	for i, s := range sides {
-		rows = append(rows, row{what: fmt.Sprintf("  CPU per job (replicas + Redis + bench), %s", s.label), vals: perJob[i], unit: "µs",
-			note: fmt.Sprintf("%.2f cores busy (median)", median(cores[i]))})
+		rows = append(rows, row{What: fmt.Sprintf("  CPU per job (replicas + Redis + bench), %s", s.label), Vals: perJob[i], Unit: "µs",
+			Note: fmt.Sprintf("%.2f cores busy (median)", benchkit.Median(cores[i]))})
 	}
 	if srv != nil {
 		var all []float64
 		for _, v := range served {
 			all = append(all, v...)
 		}
-		rows = append(rows, row{what: fmt.Sprintf("  the job server's own time per job (%s asked), every run", o.work), vals: all, unit: "ms",
-			note: "a sleep overruns on a busy machine"})
-		rows = append(rows, row{what: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),
-			vals: []float64{float64(reordered)}, unit: "", target: "0", ok: func(v float64) bool { return v == 0 },
-			note: fmt.Sprintf("%d run twice", repeated)})
+		rows = append(rows, row{What: fmt.Sprintf("  the job server's own time per job (%s asked), every run", o.work), Vals: all, Unit: "ms",
+			Note: "a sleep overruns on a busy machine"})
+		rows = append(rows, row{What: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),
+			Vals: []float64{float64(reordered)}, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 },
+			Note: fmt.Sprintf("%d run twice", repeated)})
 	}
 	return rows, nil
 }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/prometheus/procfs"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,11 +43,11 @@ func readCPU(ctx context.Context, s *side, c *redis.Client) (cpuUse, error) {
 		}
 		u.replicas += time.Duration(st.CPUTime() * float64(time.Second))
 	}
-	rs, err := readStats(ctx, c)
+	rs, err := benchkit.ReadServerStats(ctx, c)
 	if err != nil {
 		return cpuUse{}, err
 	}
-	u.redis = rs.cpu
+	u.redis = rs.CPU
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return cpuUse{}, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 )
@@ -74,7 +75,7 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 	}
 	var rates, scripts []float64
 	for rep := range o.reps {
-		before, err := readStats(ctx, c)
+		before, err := benchkit.ReadServerStats(ctx, c)
 		if err != nil {
 			return nil, err
 		}
@@ -83,27 +84,24 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 			return nil, ctx.Err()
 		case <-time.After(o.idleWindow):
 		}
-		after, err := readStats(ctx, c)
+		after, err := benchkit.ReadServerStats(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		d := after.since(before)
-		rate := float64(d.calls()) / o.idleWindow.Seconds()
-		var n int64
-		for _, k := range scriptCommands {
-			n += d.cmds[k].calls
-		}
+		d := after.Since(before)
+		rate := float64(d.Calls()) / o.idleWindow.Seconds()
+		n := d.ScriptCalls()
 		rates, scripts = append(rates, rate), append(scripts, float64(n)/o.idleWindow.Seconds())
-		fmt.Fprintf(progress, "idle %d/%d: %.2f commands/s (%s in %s)\n", rep+1, o.reps, rate, d.top(8), o.idleWindow)
+		fmt.Fprintf(progress, "idle %d/%d: %.2f commands/s (%s in %s)\n", rep+1, o.reps, rate, d.Top(8), o.idleWindow)
 	}
 	if err := waitParkedCount(ctx, b.Queues, o.idleParked, time.Second); err != nil {
 		return nil, fmt.Errorf("after the windows: %w", err)
 	}
 	what := fmt.Sprintf("idle fleet, %d replicas, PARTITIONS=%d, %d parked keys, default settings", o.replicas, o.idleParts, o.idleParked)
 	return []row{
-		{what: what + ": Redis commands/s in all", vals: rates, unit: "/s", target: "≤ 30/s", ok: func(v float64) bool { return v <= 30 },
-			note: fmt.Sprintf("windows of %s", o.idleWindow)},
-		{what: "  of which scripts called (their commands are in the total)", vals: scripts, unit: "/s"},
+		{What: what + ": Redis commands/s in all", Vals: rates, Unit: "/s", Target: "≤ 30/s", OK: func(v float64) bool { return v <= 30 },
+			Note: fmt.Sprintf("windows of %s", o.idleWindow)},
+		{What: "  of which scripts called (their commands are in the total)", Vals: scripts, Unit: "/s"},
 	}, nil
 }
 

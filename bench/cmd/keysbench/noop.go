@@ -78,13 +78,13 @@ func measureNoop(ctx context.Context, o options, progress io.Writer) ([]row, err
 				rep+1, o.reps, s.old.parts, o1, to.cpu, n1, tn.cpu, n1/o1)
 		}
 		rows = append(rows,
-			row{what: s.what + ": jobs/s, pre-keys", vals: olds, unit: "jobs/s"},
-			row{what: "  jobs/s, new (JOB_CONCURRENCY default)", vals: news, unit: "jobs/s"},
-			row{what: "  new ÷ pre-keys", vals: ratios, unit: "x", target: "≥ 0.9x", ok: func(v float64) bool { return v >= 0.9 }},
-			row{what: "  replicas' CPU per job, pre-keys", vals: cpuOld, unit: "µs"},
-			row{what: "  replicas' CPU per job, new", vals: cpuNew, unit: "µs"},
-			row{what: "  Redis CPU per job (INFO cpu), pre-keys", vals: redisOld, unit: "µs"},
-			row{what: "  Redis CPU per job (INFO cpu), new", vals: redisNew, unit: "µs"})
+			row{What: s.what + ": jobs/s, pre-keys", Vals: olds, Unit: "jobs/s"},
+			row{What: "  jobs/s, new (JOB_CONCURRENCY default)", Vals: news, Unit: "jobs/s"},
+			row{What: "  new ÷ pre-keys", Vals: ratios, Unit: "x", Target: "≥ 0.9x", OK: func(v float64) bool { return v >= 0.9 }},
+			row{What: "  replicas' CPU per job, pre-keys", Vals: cpuOld, Unit: "µs"},
+			row{What: "  replicas' CPU per job, new", Vals: cpuNew, Unit: "µs"},
+			row{What: "  Redis CPU per job (INFO cpu), pre-keys", Vals: redisOld, Unit: "µs"},
+			row{What: "  Redis CPU per job (INFO cpu), new", Vals: redisNew, Unit: "µs"})
 	}
 	return rows, nil
 }

@@ -109,12 +109,12 @@ func measureOutage(ctx context.Context, o options, progress io.Writer) ([]row, e
 	what := fmt.Sprintf("http server down %s while %d jobs/s arrive for %d keys, default settings", o.outage, o.arrivals, o.outageKeys)
 	bound := (retryMax + 5*time.Second).Seconds()
 	return []row{
-		{what: what + ": jobs", vals: jobsN, unit: ""},
-		{what: "  parked keys", vals: parked, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
-		{what: "  dead letters", vals: dead, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
-		{what: "  jobs run out of order within a key", vals: disorder, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
-		{what: "  server back → every job committed", vals: backs, unit: "s", target: fmt.Sprintf("≤ %.0f s", bound),
-			ok: func(v float64) bool { return v <= bound }, note: fmt.Sprintf("JOB_RETRY_MAX %s + 5 s", retryMax)},
+		{What: what + ": jobs", Vals: jobsN, Unit: ""},
+		{What: "  parked keys", Vals: parked, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 }},
+		{What: "  dead letters", Vals: dead, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 }},
+		{What: "  jobs run out of order within a key", Vals: disorder, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 }},
+		{What: "  server back → every job committed", Vals: backs, Unit: "s", Target: fmt.Sprintf("≤ %.0f s", bound),
+			OK: func(v float64) bool { return v <= bound }, Note: fmt.Sprintf("JOB_RETRY_MAX %s + 5 s", retryMax)},
 	}, nil
 }
 

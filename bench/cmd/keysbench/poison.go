@@ -143,17 +143,17 @@ func measurePoison(ctx context.Context, o options, progress io.Writer) ([]row, e
 	what := fmt.Sprintf("one poisoned key among %d (http, %s per job, %d other jobs; its first job answers 500; %s)", o.keys, o.work, len(others), joinEnv(poisonRetries))
 	floor := time.Duration(o.held) * o.work
 	return []row{
-		{what: what + ": other keys' jobs/s, without it", vals: clean, unit: "jobs/s"},
-		{what: "  other keys' jobs/s, with it", vals: dirty, unit: "jobs/s"},
-		{what: "  with ÷ without", vals: ratios, unit: "x", target: "≥ 0.9x", ok: func(v float64) bool { return v >= 0.9 }},
-		{what: "  its later jobs held when parked", vals: held, unit: ""},
-		{what: "  its later jobs run before skip (both keys)", vals: early, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
-		{what: fmt.Sprintf("  skip → its %d held jobs committed, %s each", o.held, o.work), vals: skips, unit: "ms", target: "≤ 1000 ms",
-			ok: func(v float64) bool { return v <= 1000 }, note: fmt.Sprintf("floor %s: one key runs one job at a time", floor)},
-		{what: "  the job server's own time per held job", vals: served, unit: "ms", note: fmt.Sprintf("%s asked", o.work)},
-		{what: fmt.Sprintf("  skip → %d held jobs committed, answered at once", o.held), vals: skipsInstant, unit: "ms", target: "≤ 1000 ms",
-			ok: func(v float64) bool { return v <= 1000 }, note: "the key alone"},
-		{what: "  skips whose held jobs ran out of order or twice", vals: disorder, unit: "", target: "0", ok: func(v float64) bool { return v == 0 }},
+		{What: what + ": other keys' jobs/s, without it", Vals: clean, Unit: "jobs/s"},
+		{What: "  other keys' jobs/s, with it", Vals: dirty, Unit: "jobs/s"},
+		{What: "  with ÷ without", Vals: ratios, Unit: "x", Target: "≥ 0.9x", OK: func(v float64) bool { return v >= 0.9 }},
+		{What: "  its later jobs held when parked", Vals: held, Unit: ""},
+		{What: "  its later jobs run before skip (both keys)", Vals: early, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 }},
+		{What: fmt.Sprintf("  skip → its %d held jobs committed, %s each", o.held, o.work), Vals: skips, Unit: "ms", Target: "≤ 1000 ms",
+			OK: func(v float64) bool { return v <= 1000 }, Note: fmt.Sprintf("floor %s: one key runs one job at a time", floor)},
+		{What: "  the job server's own time per held job", Vals: served, Unit: "ms", Note: fmt.Sprintf("%s asked", o.work)},
+		{What: fmt.Sprintf("  skip → %d held jobs committed, answered at once", o.held), Vals: skipsInstant, Unit: "ms", Target: "≤ 1000 ms",
+			OK: func(v float64) bool { return v <= 1000 }, Note: "the key alone"},
+		{What: "  skips whose held jobs ran out of order or twice", Vals: disorder, Unit: "", Target: "0", OK: func(v float64) bool { return v == 0 }},
 	}, nil
 }
 

@@ -72,15 +72,15 @@ func measureMoves(ctx context.Context, o options, progress io.Writer) ([]row, er
 	all := summarize(termAll)
 	killTarget := moveTTL + 250*time.Millisecond
 	return []row{
-		{what: fmt.Sprintf("SIGTERM to the replica owning the most of %d: each of its partitions working elsewhere, p99 of the run", o.parts),
-			vals: termP99, unit: "ms", target: "p99 < 100 ms", ok: func(v float64) bool { return v < 100 },
-			note: fmt.Sprintf("all %d samples: p50 %s, p99 %s", all.n, ms(all.p50), ms(all.p99))},
-		{what: "kill -9 of the replica owning the most: every partition owned again (LOCK_TTL=2s)", vals: kills, unit: "ms",
-			target: "≤ LOCK_TTL + 250 ms = " + ms(killTarget), ok: func(v float64) bool { return v <= msF(killTarget) }},
-		{what: "a replica joins (timed from its start): the fleet balanced again", vals: joins, unit: "ms",
-			note: fmt.Sprintf("%d joins", len(joins))},
-		{what: "  partitions moved by a join", vals: moved, unit: "",
-			note: fmt.Sprintf("share of the joiner: %d or %d", o.parts/o.replicas, (o.parts+o.replicas-1)/o.replicas)},
+		{What: fmt.Sprintf("SIGTERM to the replica owning the most of %d: each of its partitions working elsewhere, p99 of the run", o.parts),
+			Vals: termP99, Unit: "ms", Target: "p99 < 100 ms", OK: func(v float64) bool { return v < 100 },
+			Note: fmt.Sprintf("all %d samples: p50 %s, p99 %s", all.n, ms(all.p50), ms(all.p99))},
+		{What: "kill -9 of the replica owning the most: every partition owned again (LOCK_TTL=2s)", Vals: kills, Unit: "ms",
+			Target: "≤ LOCK_TTL + 250 ms = " + ms(killTarget), OK: func(v float64) bool { return v <= msF(killTarget) }},
+		{What: "a replica joins (timed from its start): the fleet balanced again", Vals: joins, Unit: "ms",
+			Note: fmt.Sprintf("%d joins", len(joins))},
+		{What: "  partitions moved by a join", Vals: moved, Unit: "",
+			Note: fmt.Sprintf("share of the joiner: %d or %d", o.parts/o.replicas, (o.parts+o.replicas-1)/o.replicas)},
 	}, nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/partition"
@@ -21,8 +22,8 @@ import (
 type timed struct {
 	took  time.Duration
 	jobs  int
-	redis serverStats // what Redis did from the resume to the last commit
-	polls int         // the bench's polls of the committed counters
+	redis benchkit.ServerStats // what Redis did from the resume to the last commit
+	polls int                  // the bench's polls of the committed counters
 }
 
 func (t timed) rate() float64 { return float64(t.jobs) / t.took.Seconds() }
@@ -43,7 +44,7 @@ func drain(ctx context.Context, p *producer, c *redis.Client, items []jobs.Item,
 			return timed{}, fmt.Errorf("enqueue: %w", err)
 		}
 	}
-	before, err := readStats(ctx, c)
+	before, err := benchkit.ReadServerStats(ctx, c)
 	if err != nil {
 		return timed{}, err
 	}
@@ -55,11 +56,11 @@ func drain(ctx context.Context, p *producer, c *redis.Client, items []jobs.Item,
 	if err != nil {
 		return timed{}, err
 	}
-	after, err := readStats(ctx, c)
+	after, err := benchkit.ReadServerStats(ctx, c)
 	if err != nil {
 		return timed{}, err
 	}
-	return timed{took: end.Sub(start), jobs: len(items), redis: after.since(before), polls: polls}, nil
+	return timed{took: end.Sub(start), jobs: len(items), redis: after.Since(before), polls: polls}, nil
 }
 
 // keyedItems is n jobs over keys ordering keys, round robin: job i has key
@@ -263,17 +264,17 @@ func measureSlow(ctx context.Context, o options, progress io.Writer) ([]row, err
 	fmt.Fprintf(progress, "slow: %d requests, %d out of order within a key, %d repeated\n", requests, reordered, repeated)
 	what := fmt.Sprintf("%s handler, %d jobs over %d keys", o.work, o.jobs, o.keys)
 	return []row{
-		{what: what + ": jobs/s, PARTITIONS=1", vals: ones, unit: "jobs/s"},
-		{what: fmt.Sprintf("%s: jobs/s, PARTITIONS=%d", what, o.parts), vals: manys, unit: "jobs/s"},
-		{what: fmt.Sprintf("%s: PARTITIONS=%d ÷ PARTITIONS=1", what, o.parts), vals: ratios, unit: "x",
-			target: "≥ 12x", ok: func(v float64) bool { return v >= 12 }},
-		{what: fmt.Sprintf("  best the key hash allows (fullest partition %d jobs, emptiest %d)", hi, lo),
-			vals: []float64{bound}, unit: "x", note: "fixed by the keys"},
-		{what: "  measured ÷ best the hash allows", vals: divide(ratios, bound), unit: "x"},
-		{what: fmt.Sprintf("  best the hash allows, 1,000 other sets of %d keys", o.keys), vals: others, unit: "x",
-			note: fmt.Sprintf("sets, not runs; %d of 1,000 allow ≥ 12x", reach)},
-		{what: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),
-			vals: []float64{float64(reordered)}, unit: "", note: fmt.Sprintf("%d run twice", repeated)},
+		{What: what + ": jobs/s, PARTITIONS=1", Vals: ones, Unit: "jobs/s"},
+		{What: fmt.Sprintf("%s: jobs/s, PARTITIONS=%d", what, o.parts), Vals: manys, Unit: "jobs/s"},
+		{What: fmt.Sprintf("%s: PARTITIONS=%d ÷ PARTITIONS=1", what, o.parts), Vals: ratios, Unit: "x",
+			Target: "≥ 12x", OK: func(v float64) bool { return v >= 12 }},
+		{What: fmt.Sprintf("  best the key hash allows (fullest partition %d jobs, emptiest %d)", hi, lo),
+			Vals: []float64{bound}, Unit: "x", Note: "fixed by the keys"},
+		{What: "  measured ÷ best the hash allows", Vals: benchkit.Divide(ratios, bound), Unit: "x"},
+		{What: fmt.Sprintf("  best the hash allows, 1,000 other sets of %d keys", o.keys), Vals: others, Unit: "x",
+			Note: fmt.Sprintf("sets, not runs; %d of 1,000 allow ≥ 12x", reach)},
+		{What: fmt.Sprintf("  jobs run out of order within a key (of %d run)", requests),
+			Vals: []float64{float64(reordered)}, Unit: "", Note: fmt.Sprintf("%d run twice", repeated)},
 	}, nil
 }
 
@@ -306,35 +307,27 @@ func measureNoop(ctx context.Context, o options, progress io.Writer) ([]row, err
 		ones, manys = append(ones, one.rate()), append(manys, many.rate())
 		ratios = append(ratios, many.rate()/one.rate())
 		perJob := func(t timed, usec float64) float64 { return usec / float64(t.jobs) }
-		cpu1 = append(cpu1, perJob(one, float64(one.redis.cpu.Microseconds())))
-		cpuN = append(cpuN, perJob(many, float64(many.redis.cpu.Microseconds())))
-		scr1 = append(scr1, perJob(one, float64(one.redis.scriptUsec())))
-		scrN = append(scrN, perJob(many, float64(many.redis.scriptUsec())))
-		cmd1 = append(cmd1, perJob(one, float64(one.redis.calls())))
-		cmdN = append(cmdN, perJob(many, float64(many.redis.calls())))
+		cpu1 = append(cpu1, perJob(one, float64(one.redis.CPU.Microseconds())))
+		cpuN = append(cpuN, perJob(many, float64(many.redis.CPU.Microseconds())))
+		scr1 = append(scr1, perJob(one, float64(one.redis.ScriptUsec())))
+		scrN = append(scrN, perJob(many, float64(many.redis.ScriptUsec())))
+		cmd1 = append(cmd1, perJob(one, float64(one.redis.Calls())))
+		cmdN = append(cmdN, perJob(many, float64(many.redis.Calls())))
 		fmt.Fprintf(progress, "noop %d/%d: PARTITIONS=1 %.0f jobs/s (%s, Redis CPU %.2f µs/job; %s), PARTITIONS=%d %.0f jobs/s (%s, Redis CPU %.2f µs/job; %s): %.2fx\n",
-			rep+1, o.reps, one.rate(), ms(one.took), cpu1[rep], one.redis.top(6),
-			o.parts, many.rate(), ms(many.took), cpuN[rep], many.redis.top(6), many.rate()/one.rate())
+			rep+1, o.reps, one.rate(), ms(one.took), cpu1[rep], one.redis.Top(6),
+			o.parts, many.rate(), ms(many.took), cpuN[rep], many.redis.Top(6), many.rate()/one.rate())
 	}
 	what := fmt.Sprintf("no-op handler, JOB_BATCH=64, %d jobs", o.noopJobs)
 	pn := fmt.Sprintf("PARTITIONS=%d", o.parts)
 	return []row{
-		{what: what + ": jobs/s, PARTITIONS=1", vals: ones, unit: "jobs/s"},
-		{what: what + ": jobs/s, " + pn, vals: manys, unit: "jobs/s"},
-		{what: what + ": " + pn + " ÷ PARTITIONS=1", vals: ratios, unit: "x", target: "≥ 1.0x", ok: func(v float64) bool { return v >= 1 }},
-		{what: "  Redis CPU per job (INFO cpu), PARTITIONS=1", vals: cpu1, unit: "µs"},
-		{what: "  Redis CPU per job (INFO cpu), " + pn, vals: cpuN, unit: "µs"},
-		{what: "  time in scripts per job (commandstats), PARTITIONS=1", vals: scr1, unit: "µs"},
-		{what: "  time in scripts per job (commandstats), " + pn, vals: scrN, unit: "µs"},
-		{what: "  Redis commands per job (commandstats), PARTITIONS=1", vals: cmd1, unit: ""},
-		{what: "  Redis commands per job (commandstats), " + pn, vals: cmdN, unit: ""},
+		{What: what + ": jobs/s, PARTITIONS=1", Vals: ones, Unit: "jobs/s"},
+		{What: what + ": jobs/s, " + pn, Vals: manys, Unit: "jobs/s"},
+		{What: what + ": " + pn + " ÷ PARTITIONS=1", Vals: ratios, Unit: "x", Target: "≥ 1.0x", OK: func(v float64) bool { return v >= 1 }},
+		{What: "  Redis CPU per job (INFO cpu), PARTITIONS=1", Vals: cpu1, Unit: "µs"},
+		{What: "  Redis CPU per job (INFO cpu), " + pn, Vals: cpuN, Unit: "µs"},
+		{What: "  time in scripts per job (commandstats), PARTITIONS=1", Vals: scr1, Unit: "µs"},
+		{What: "  time in scripts per job (commandstats), " + pn, Vals: scrN, Unit: "µs"},
+		{What: "  Redis commands per job (commandstats), PARTITIONS=1", Vals: cmd1, Unit: ""},
+		{What: "  Redis commands per job (commandstats), " + pn, Vals: cmdN, Unit: ""},
 	}, nil
-}
-
-func divide(xs []float64, by float64) []float64 {
-	out := make([]float64, len(xs))
-	for i, x := range xs {
-		out[i] = x / by
-	}
-	return out
 }

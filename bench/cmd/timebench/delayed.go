@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 )
@@ -89,21 +90,21 @@ func measureDelayed(ctx context.Context, o options, progress io.Writer) ([]row, 
 		fmt.Fprintf(progress, "delayed %d/%d: enqueued in %.0f ms; lateness p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d early, %d repeated, %d keys (%d jobs) out of due order, %d ties, %d due headers differ\n",
 			rep+1, o.reps, msF(d.enqueue), p50[rep], p99[rep], worst[rep], d.early, d.repeated, d.keysOut, d.jobsOut, d.ties, d.dueHeader)
 	}
-	what := fmt.Sprintf("delayed: %s jobs over %d keys due within %s, %d replicas, PARTITIONS=%d", commas(strconv.Itoa(o.jobs)), o.keys, o.spread, o.replicas, o.parts)
+	what := fmt.Sprintf("delayed: %s jobs over %d keys due within %s, %d replicas, PARTITIONS=%d", benchkit.Commas(strconv.Itoa(o.jobs)), o.keys, o.spread, o.replicas, o.parts)
 	zero := func(v float64) bool { return v == 0 }
 	return []row{
-		{what: what + ": jobs started before due", vals: early, target: "0", ok: zero},
-		{what: "  lateness (start − due), median", vals: p50, unit: "ms"},
-		{what: "  lateness (start − due), p99", vals: p99, unit: "ms", target: "≤ 250 ms", ok: func(v float64) bool { return v <= 250 }},
-		{what: "  lateness (start − due), max", vals: worst, unit: "ms"},
-		{what: fmt.Sprintf("  keys whose runs are not in due-time order (of %d)", o.keys), vals: keysOut, target: "0", ok: zero,
-			note: "ties in enqueue order"},
-		{what: "  ties: jobs due with the one before them in their key", vals: ties, note: "what checks the tie rule"},
-		{what: "  jobs run more than once", vals: repeated},
-		{what: "  enqueue of every job (EnqueueItems, 1,000 a call)", vals: enq, unit: "ms"},
-		{what: "  replicas' time runnable but waiting for a CPU ÷ their time on one", vals: waitShare, unit: "x",
-			note: "/proc/PID/task/*/schedstat over the round"},
-		{what: "  host load average (1 min) at the round's end", vals: loads, note: "2 cores"},
+		{What: what + ": jobs started before due", Vals: early, Target: "0", OK: zero},
+		{What: "  lateness (start − due), median", Vals: p50, Unit: "ms"},
+		{What: "  lateness (start − due), p99", Vals: p99, Unit: "ms", Target: "≤ 250 ms", OK: func(v float64) bool { return v <= 250 }},
+		{What: "  lateness (start − due), max", Vals: worst, Unit: "ms"},
+		{What: fmt.Sprintf("  keys whose runs are not in due-time order (of %d)", o.keys), Vals: keysOut, Target: "0", OK: zero,
+			Note: "ties in enqueue order"},
+		{What: "  ties: jobs due with the one before them in their key", Vals: ties, Note: "what checks the tie rule"},
+		{What: "  jobs run more than once", Vals: repeated},
+		{What: "  enqueue of every job (EnqueueItems, 1,000 a call)", Vals: enq, Unit: "ms"},
+		{What: "  replicas' time runnable but waiting for a CPU ÷ their time on one", Vals: waitShare, Unit: "x",
+			Note: "/proc/PID/task/*/schedstat over the round"},
+		{What: "  host load average (1 min) at the round's end", Vals: loads, Note: "2 cores"},
 	}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 )
@@ -77,17 +78,17 @@ func measureIdempotent(ctx context.Context, o options, progress io.Writer) ([]ro
 			fmt.Fprintf(progress, "idem %d/%d: failover at %.0f ms: %s\n", rep+1, o.reps, msF(d.failedAt), e)
 		}
 	}
-	what := fmt.Sprintf("idem: %s enqueues sent twice at once, Sentinel failover half-way, REDIS_MIN_REPLICAS=1, 503s retried", commas(strconv.Itoa(o.enqueues)))
+	what := fmt.Sprintf("idem: %s enqueues sent twice at once, Sentinel failover half-way, REDIS_MIN_REPLICAS=1, 503s retried", benchkit.Commas(strconv.Itoa(o.enqueues)))
 	zero := func(v float64) bool { return v == 0 }
 	return []row{
-		{what: what + ": jobs run", vals: jobsRun, target: strconv.Itoa(o.enqueues), ok: func(v float64) bool { return int(v) == o.enqueues }},
-		{what: "  idempotency keys no job ran for", vals: missing, target: "0", ok: zero},
-		{what: "  idempotency keys more than one job ran for", vals: doubled, target: "0", ok: zero},
-		{what: "  jobs run that no answer named (503'd, and lost)", vals: unacked, target: "0", ok: zero,
-			note: "each was answered 503 only"},
-		{what: "  runs of a job beyond its first (at-least-once)", vals: reruns},
-		{what: "  503 answers retried", vals: refused, note: "what the failover cost the senders"},
-		{what: "  pairs whose two answers named different jobs", vals: split},
+		{What: what + ": jobs run", Vals: jobsRun, Target: strconv.Itoa(o.enqueues), OK: func(v float64) bool { return int(v) == o.enqueues }},
+		{What: "  idempotency keys no job ran for", Vals: missing, Target: "0", OK: zero},
+		{What: "  idempotency keys more than one job ran for", Vals: doubled, Target: "0", OK: zero},
+		{What: "  jobs run that no answer named (503'd, and lost)", Vals: unacked, Target: "0", OK: zero,
+			Note: "each was answered 503 only"},
+		{What: "  runs of a job beyond its first (at-least-once)", Vals: reruns},
+		{What: "  503 answers retried", Vals: refused, Note: "what the failover cost the senders"},
+		{What: "  pairs whose two answers named different jobs", Vals: split},
 	}, nil
 }
 

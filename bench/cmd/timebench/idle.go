@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockworker/lockworker/bench/internal/benchkit"
 	"github.com/lockworker/lockworker/internal/fleet"
 	"github.com/lockworker/lockworker/internal/jobs"
 	"github.com/lockworker/lockworker/internal/schedule"
@@ -150,18 +151,18 @@ func measureIdle(ctx context.Context, o options, progress io.Writer) ([]row, err
 	within := func(v float64) bool { return v <= 3 }
 	what := fmt.Sprintf("idle: %d replicas, PARTITIONS=%d, %s, windows of %s", o.replicas, o.parts, timings, o.idleWindow)
 	return []row{
-		{what: what + ": Redis commands/s, idle fleet", vals: rate(windows[0]), unit: "/s"},
-		{what: fmt.Sprintf("  with %s delayed jobs due in an hour", commas(strconv.Itoa(o.idleJobs))), vals: rate(windows[1]), unit: "/s"},
-		{what: fmt.Sprintf("  with those and %d schedules every %s", o.schedules, o.every), vals: rate(windows[2]), unit: "/s"},
-		{what: "  added per replica by the delayed jobs", vals: added(1), unit: "/s", target: "≤ 3/s", ok: within,
-			note: "window i minus idle window i"},
-		{what: "  added per replica by the delayed jobs and schedules", vals: added(2), unit: "/s", target: "≤ 3/s", ok: within,
-			note: "the ticks' jobs run included"},
-		{what: "  commands sent by clients (MONITOR; a script call is one), idle fleet", vals: sentRate(windows[0]), unit: "/s"},
-		{what: "  the same with the delayed jobs and schedules", vals: sentRate(windows[2]), unit: "/s"},
-		{what: "  commands sent, added per replica by the delayed jobs", vals: addedSent(1), unit: "/s", target: "≤ 3/s", ok: within},
-		{what: "  commands sent, added per replica by the delayed jobs and schedules", vals: addedSent(2), unit: "/s", target: "≤ 3/s", ok: within},
-		{what: "  schedule ticks run in a window", vals: ticks, note: fmt.Sprintf("%d expected", int64(o.idleWindow/o.every)*int64(o.schedules))},
+		{What: what + ": Redis commands/s, idle fleet", Vals: rate(windows[0]), Unit: "/s"},
+		{What: fmt.Sprintf("  with %s delayed jobs due in an hour", benchkit.Commas(strconv.Itoa(o.idleJobs))), Vals: rate(windows[1]), Unit: "/s"},
+		{What: fmt.Sprintf("  with those and %d schedules every %s", o.schedules, o.every), Vals: rate(windows[2]), Unit: "/s"},
+		{What: "  added per replica by the delayed jobs", Vals: added(1), Unit: "/s", Target: "≤ 3/s", OK: within,
+			Note: "window i minus idle window i"},
+		{What: "  added per replica by the delayed jobs and schedules", Vals: added(2), Unit: "/s", Target: "≤ 3/s", OK: within,
+			Note: "the ticks' jobs run included"},
+		{What: "  commands sent by clients (MONITOR; a script call is one), idle fleet", Vals: sentRate(windows[0]), Unit: "/s"},
+		{What: "  the same with the delayed jobs and schedules", Vals: sentRate(windows[2]), Unit: "/s"},
+		{What: "  commands sent, added per replica by the delayed jobs", Vals: addedSent(1), Unit: "/s", Target: "≤ 3/s", OK: within},
+		{What: "  commands sent, added per replica by the delayed jobs and schedules", Vals: addedSent(2), Unit: "/s", Target: "≤ 3/s", OK: within},
+		{What: "  schedule ticks run in a window", Vals: ticks, Note: fmt.Sprintf("%d expected", int64(o.idleWindow/o.every)*int64(o.schedules))},
 	}, nil
 }
 

@@ -1,5 +1,7 @@
 // Package benchkit holds what the bench commands that run real replicas
-// share: building the daemon, and reading a child's output line by line.
+// share: building the daemon, reading a child's output line by line,
+// reading a redis-server's own figures (INFO cpu and commandstats), and
+// printing a table of repeated figures with medians, ranges and targets.
 package benchkit
 
 import (

@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// serverStats is what a redis-server says of its own work: its process's
+// ServerStats is what a redis-server says of its own work: its process's
 // CPU time (INFO cpu, user and system) and, per command, the calls and
 // the microseconds spent in them (INFO commandstats, which counts the
 // commands a script runs as well as the script, whose time includes
 // theirs).
-type serverStats struct {
-	cpu  time.Duration
+type ServerStats struct {
+	CPU  time.Duration
 	cmds map[string]cmdStat
 }
 
@@ -27,17 +27,18 @@ type cmdStat struct{ calls, usec int64 }
 // call, which commandstats counts as well.
 var scriptCommands = []string{"evalsha", "eval", "evalsha_ro", "eval_ro", "fcall"}
 
-func readStats(ctx context.Context, c *redis.Client) (serverStats, error) {
+// ReadServerStats reads c's server's INFO cpu and commandstats.
+func ReadServerStats(ctx context.Context, c *redis.Client) (ServerStats, error) {
 	info, err := c.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
-		return serverStats{}, err
+		return ServerStats{}, err
 	}
-	s := serverStats{cmds: map[string]cmdStat{}}
+	s := ServerStats{cmds: map[string]cmdStat{}}
 	for line := range strings.SplitSeq(info, "\n") {
 		line = strings.TrimSpace(line)
 		if k, v, ok := strings.Cut(line, ":"); ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
 			f, _ := strconv.ParseFloat(v, 64)
-			s.cpu += time.Duration(f * float64(time.Second))
+			s.CPU += time.Duration(f * float64(time.Second))
 			continue
 		}
 		name, rest, ok := strings.Cut(line, ":calls=")
@@ -60,10 +61,10 @@ func readStats(ctx context.Context, c *redis.Client) (serverStats, error) {
 	return s, nil
 }
 
-// since is what happened between before and s. The INFO call that read
+// Since is what happened between before and s. The INFO call that read
 // before is counted in s: it is taken out.
-func (s serverStats) since(before serverStats) serverStats {
-	out := serverStats{cpu: s.cpu - before.cpu, cmds: map[string]cmdStat{}}
+func (s ServerStats) Since(before ServerStats) ServerStats {
+	out := ServerStats{CPU: s.CPU - before.CPU, cmds: map[string]cmdStat{}}
 	for k, v := range s.cmds {
 		d := cmdStat{calls: v.calls - before.cmds[k].calls, usec: v.usec - before.cmds[k].usec}
 		if k == "info" {
@@ -76,8 +77,8 @@ func (s serverStats) since(before serverStats) serverStats {
 	return out
 }
 
-// calls is every command executed, those inside scripts included.
-func (s serverStats) calls() int64 {
+// Calls is every command executed, those inside scripts included.
+func (s ServerStats) Calls() int64 {
 	var n int64
 	for _, v := range s.cmds {
 		n += v.calls
@@ -85,8 +86,17 @@ func (s serverStats) calls() int64 {
 	return n
 }
 
-// scriptUsec is the time spent in scripts, their commands included.
-func (s serverStats) scriptUsec() int64 {
+// ScriptCalls is the calls of scripts (their commands are in Calls too).
+func (s ServerStats) ScriptCalls() int64 {
+	var n int64
+	for _, k := range scriptCommands {
+		n += s.cmds[k].calls
+	}
+	return n
+}
+
+// ScriptUsec is the time spent in scripts, their commands included.
+func (s ServerStats) ScriptUsec() int64 {
 	var n int64
 	for _, k := range scriptCommands {
 		n += s.cmds[k].usec
@@ -94,8 +104,8 @@ func (s serverStats) scriptUsec() int64 {
 	return n
 }
 
-// top names the n commands with the most calls, with their calls.
-func (s serverStats) top(n int) string {
+// Top names the n commands with the most calls, with their calls.
+func (s ServerStats) Top(n int) string {
 	keys := slices.SortedFunc(maps.Keys(s.cmds), func(a, b string) int { return int(s.cmds[b].calls - s.cmds[a].calls) })
 	var parts []string
 	for _, k := range keys[:min(n, len(keys))] {
